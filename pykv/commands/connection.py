@@ -1,0 +1,126 @@
+"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET."""
+from __future__ import annotations
+
+from pykv import errors
+from pykv.commands.args import parse_int
+from pykv.commands.registry import command
+from pykv.protocol import OK, PONG, ErrorReply, SimpleString
+
+
+@command("ping")
+def ping(c, argv):
+    if len(argv) > 2:
+        raise errors.wrong_arity("ping")
+    if c.resp == 2 and c.subscriptions:
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
+    return argv[1] if len(argv) == 2 else PONG
+
+
+@command("echo")
+def echo(c, argv):
+    return argv[1]
+
+
+@command("quit")
+def quit_(c, argv):
+    c.closing = True
+    return OK
+
+
+@command("select")
+def select(c, argv):
+    index = parse_int(argv[1], errors.INVALID_DB_INDEX)
+    if not 0 <= index < len(c.server.dbs):
+        return errors.DB_INDEX_OUT_OF_RANGE
+    c.select(index)
+    return OK
+
+
+def _check_password(c, username: bytes, password: bytes) -> ErrorReply | None:
+    requirepass = c.server.config.requirepass
+    if username != b"default":
+        return errors.WRONGPASS
+    if not requirepass:
+        return None  # the default user has nopass
+    if password.decode("utf-8", "surrogateescape") != requirepass:
+        return errors.WRONGPASS
+    return None
+
+
+@command("auth")
+def auth(c, argv):
+    if len(argv) > 3:
+        return errors.SYNTAX
+    if len(argv) == 2:
+        if not c.server.config.requirepass:
+            return errors.AUTH_NOT_CONFIGURED
+        username, password = b"default", argv[1]
+    else:
+        username, password = argv[1], argv[2]
+    err = _check_password(c, username, password)
+    if err is not None:
+        return err
+    c.set_authenticated(True)
+    return OK
+
+
+def hello_reply(c) -> dict:
+    server = c.server
+    return {
+        b"server": b"redis",
+        b"version": server.version.encode(),
+        b"proto": c.resp,
+        b"id": c.id,
+        b"mode": b"standalone",
+        b"role": b"master",
+        b"modules": [],
+    }
+
+
+@command("hello")
+def hello(c, argv):
+    ver = None
+    if len(argv) >= 2:
+        try:
+            ver = parse_int(argv[1], errors.NOT_INTEGER)
+        except ErrorReply:
+            return ErrorReply(b"ERR Protocol version is not an integer or out of range")
+        if ver < 2 or ver > 3:
+            return errors.NOPROTO
+    i = 2
+    auth_args = None
+    setname = None
+    while i < len(argv):
+        opt = argv[i].lower()
+        more = len(argv) - i - 1
+        if opt == b"auth" and more >= 2:
+            auth_args = (argv[i + 1], argv[i + 2])
+            i += 3
+        elif opt == b"setname" and more >= 1:
+            setname = argv[i + 1]
+            i += 2
+        else:
+            return ErrorReply(b"ERR Syntax error in HELLO option '" + argv[i] + b"'")
+    if auth_args is not None:
+        err = _check_password(c, *auth_args)
+        if err is not None:
+            return err
+        c.set_authenticated(True)
+    if not c.authenticated:
+        return ErrorReply(b"NOAUTH HELLO must be called with the client already authenticated, "
+                          b"otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
+                          b"to authenticate the client and select the RESP protocol version at "
+                          b"the same time")
+    if setname is not None:
+        from pykv.commands.client_cmd import validate_client_name
+
+        err = validate_client_name(setname)
+        if err is not None:
+            return err
+        c.name = setname
+    if ver is not None:
+        c.resp = ver
+    return hello_reply(c)
+
+
+RESET = SimpleString(b"RESET")

@@ -1,0 +1,20 @@
+"""Transports. Importing this package registers the built-in connection types."""
+from pykv.net.base import (
+    Connection,
+    ConnectionType,
+    Listener,
+    ListenerSpec,
+    connection_types,
+    get_connection_type,
+    register_connection_type,
+)
+from pykv.net.tcp import TcpConnectionType
+from pykv.net.unix import UnixConnectionType
+
+register_connection_type(TcpConnectionType())
+register_connection_type(UnixConnectionType())
+
+__all__ = [
+    "Connection", "ConnectionType", "Listener", "ListenerSpec", "connection_types",
+    "get_connection_type", "register_connection_type",
+]

@@ -1,0 +1,102 @@
+"""Stream-socket connections (TCP and unix) on top of asyncio transports.
+
+asyncio (uvloop when installed) owns the sockets; this module adapts its Protocol callbacks
+to the ``Connection`` interface. TCP_NODELAY is set on every TCP connection (uvloop and
+asyncio both do it; we make sure), and the listen backlog is Redis's ``tcp-backlog``.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+from pykv.net.base import AcceptFn, Connection, ConnectionHandler
+
+
+def format_address(addr: Any, type_name: str) -> str:
+    """Redis's ``ip:port`` form: IPv6 addresses are printed bare, path sockets as ``path:0``."""
+    if type_name == "unix":
+        return f"{addr or ''}:0"
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return f"{addr[0]}:{addr[1]}"
+    return str(addr)
+
+
+class StreamConnection(asyncio.Protocol, Connection):
+    """An accepted TCP or unix stream connection."""
+
+    def __init__(self, type_name: str, accept: AcceptFn) -> None:
+        self.type_name = type_name
+        self._accept = accept
+        self.transport: asyncio.Transport | None = None
+        self.handler: ConnectionHandler | None = None
+        self._peer = self._local = ""
+        self._closed = False
+
+    # asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if self.type_name == "tcp" and sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        if self.type_name == "unix":
+            self._peer = format_address(transport.get_extra_info("sockname"), "unix")
+            self._local = self._peer
+        else:
+            self._peer = format_address(transport.get_extra_info("peername"), "tcp")
+            self._local = format_address(transport.get_extra_info("sockname"), "tcp")
+        self.handler = self._accept(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.handler.on_data(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self.handler is not None:
+            self.handler.on_close()
+
+    def eof_received(self) -> bool:
+        return False  # close our side too, as Redis does on EOF
+
+    # Connection -------------------------------------------------------------------------
+    def write(self, data: bytes | bytearray) -> None:
+        if not self._closed:
+            self.transport.write(data)
+
+    def writev(self, chunks: list[bytes]) -> None:
+        if not self._closed:
+            self.transport.writelines(chunks)
+
+    def close(self) -> None:
+        if not self._closed and self.transport is not None:
+            self._closed = True
+            self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self._closed = True
+            self.transport.abort()
+
+    def peer_address(self) -> str:
+        return self._peer
+
+    def local_address(self) -> str:
+        return self._local
+
+    def fd(self) -> int:
+        sock = self.transport.get_extra_info("socket") if self.transport else None
+        return sock.fileno() if sock is not None else -1
+
+    def pending_write_bytes(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport else 0
+
+    def pause_reading(self) -> None:
+        if self.transport is not None and not self._closed:
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None and not self._closed:
+            self.transport.resume_reading()

@@ -1,0 +1,321 @@
+# cython: language_level=3
+"""The RESP request parser: bytes in, argv lists out (sans-IO, compiled with Cython).
+
+It follows Redis 7.0's ``processMultibulkBuffer``/``processInlineBuffer`` to the byte,
+including their quirks, because clients and tests observe them:
+
+* count lines are found with ``strchr(..., '\\r')``: a NUL byte before the ``\\r`` hides it;
+* the byte after ``\\r`` is never checked, and neither are the two bytes after a bulk;
+* integers use ``string2ll`` rules: no ``+``, no leading zeros, no ``-0``;
+* a count line longer than 64 KiB without ``\\r`` is a protocol error.
+
+``get_command()`` hands out one command at a time so that the dispatcher can stop between
+commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
+"""
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.limits cimport INT_MAX
+from libc.string cimport memchr
+
+DEF INLINE_MAX_SIZE = 65536
+
+
+class ProtocolError(Exception):
+    """A request that Redis rejects with ``-ERR Protocol error: ...`` and then closes."""
+
+
+cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
+    """Redis's string2ll: strict decimal, no '+', no leading zeros, fits in long long."""
+    cdef Py_ssize_t i = 0
+    cdef bint neg = False
+    cdef unsigned long long v = 0
+    cdef unsigned long long limit
+    cdef int d
+    if n == 0 or n > 20:
+        return False
+    if n == 1 and s[0] == b'0':
+        out[0] = 0
+        return True
+    if s[0] == b'-':
+        neg = True
+        i = 1
+        if n == 1:
+            return False
+    if s[i] < b'1' or s[i] > b'9':
+        return False
+    while i < n:
+        d = s[i] - 48
+        if d < 0 or d > 9:
+            return False
+        if v > (0xFFFFFFFFFFFFFFFF - d) // 10:
+            return False
+        v = v * 10 + d
+        i += 1
+    if neg:
+        limit = 0x8000000000000000
+        if v > limit:
+            return False
+        out[0] = -(<long long>(v - 1)) - 1 if v else 0
+    else:
+        if v > 0x7FFFFFFFFFFFFFFF:
+            return False
+        out[0] = <long long>v
+    return True
+
+
+cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """strchr(p + start, '\\r') bounded by end: -1 when absent or hidden by a NUL."""
+    cdef Py_ssize_t i = start
+    cdef char c
+    while i < end:
+        c = p[i]
+        if c == b'\r':
+            return i
+        if c == 0:
+            return -1
+        i += 1
+    return -1
+
+
+cdef inline bint is_space(char c) noexcept:
+    return c == b' ' or c == b'\n' or c == b'\r' or c == b'\t' or c == b'\v' or c == b'\f'
+
+
+cdef inline int hex_digit(char c) noexcept:
+    if b'0' <= c <= b'9':
+        return c - 48
+    if b'a' <= c <= b'f':
+        return c - 87
+    if b'A' <= c <= b'F':
+        return c - 55
+    return -1
+
+
+cpdef list split_args(bytes line):
+    """Redis's sdssplitargs: the inline-command and config-file tokenizer.
+
+    Returns None for unbalanced quotes (or a closing quote not followed by a space).
+    """
+    cdef const char *p = line
+    cdef Py_ssize_t n = len(line)
+    cdef Py_ssize_t i = 0
+    cdef list out = []
+    cdef bytearray cur
+    cdef bint inq, insq, done
+    cdef char c
+    cdef int h1, h2
+    while True:
+        while i < n and is_space(p[i]):
+            i += 1
+        if i >= n:
+            return out
+        cur = bytearray()
+        inq = insq = done = False
+        while not done:
+            if inq:
+                if i >= n:
+                    return None
+                c = p[i]
+                if c == b'\\' and i + 3 < n + 0 and p[i + 1] == b'x' and hex_digit(p[i + 2]) >= 0 and hex_digit(p[i + 3]) >= 0:
+                    h1 = hex_digit(p[i + 2])
+                    h2 = hex_digit(p[i + 3])
+                    cur.append(h1 * 16 + h2)
+                    i += 3
+                elif c == b'\\' and i + 1 < n:
+                    i += 1
+                    c = p[i]
+                    if c == b'n':
+                        cur.append(10)
+                    elif c == b'r':
+                        cur.append(13)
+                    elif c == b't':
+                        cur.append(9)
+                    elif c == b'b':
+                        cur.append(8)
+                    elif c == b'a':
+                        cur.append(7)
+                    else:
+                        cur.append(<unsigned char>c)
+                elif c == b'"':
+                    if i + 1 < n and not is_space(p[i + 1]):
+                        return None
+                    done = True
+                else:
+                    cur.append(<unsigned char>c)
+            elif insq:
+                if i >= n:
+                    return None
+                c = p[i]
+                if c == b'\\' and i + 1 < n and p[i + 1] == b"'":
+                    i += 1
+                    cur.append(39)
+                elif c == b"'":
+                    if i + 1 < n and not is_space(p[i + 1]):
+                        return None
+                    done = True
+                else:
+                    cur.append(<unsigned char>c)
+            else:
+                if i >= n:
+                    done = True
+                    break
+                c = p[i]
+                if is_space(c):
+                    done = True
+                elif c == b'"':
+                    inq = True
+                elif c == b"'":
+                    insq = True
+                else:
+                    cur.append(<unsigned char>c)
+            if i < n:
+                i += 1
+        out.append(bytes(cur))
+
+
+cdef class RequestParser:
+    """Accumulates client bytes and yields commands one at a time."""
+
+    cdef bytearray buf
+    cdef Py_ssize_t pos
+    cdef long long multibulklen
+    cdef long long bulklen
+    cdef list argv
+    cdef public long long max_bulk_len
+    cdef public bint auth_required
+
+    def __cinit__(self, long long max_bulk_len=512 * 1024 * 1024):
+        self.buf = bytearray()
+        self.pos = 0
+        self.multibulklen = 0
+        self.bulklen = -1
+        self.argv = None
+        self.max_bulk_len = max_bulk_len
+        self.auth_required = False
+
+    def feed(self, data) -> None:
+        if self.pos and self.pos == PyByteArray_GET_SIZE(self.buf):
+            # everything consumed: reuse the allocation
+            del self.buf[:]
+            self.pos = 0
+        self.buf += data
+
+    def buffered(self) -> int:
+        """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
+        return PyByteArray_GET_SIZE(self.buf) - self.pos
+
+    def compact(self) -> None:
+        if self.pos:
+            del self.buf[:self.pos]
+            self.pos = 0
+
+    def reset(self) -> None:
+        del self.buf[:]
+        self.pos = 0
+        self.multibulklen = 0
+        self.bulklen = -1
+        self.argv = None
+
+    def get_command(self):
+        """The next complete command as a list of bytes, or None if more bytes are needed.
+
+        Empty inline lines and ``*0``/``*-1`` headers are skipped, as Redis skips them.
+        Raises ProtocolError with the text Redis replies (without the ``ERR`` prefix).
+        """
+        cdef list argv
+        while True:
+            if self.pos >= PyByteArray_GET_SIZE(self.buf):
+                return None
+            if self.multibulklen == 0 and self.argv is None:
+                if PyByteArray_AS_STRING(self.buf)[self.pos] == b'*':
+                    argv = self._multibulk()
+                else:
+                    argv = self._inline()
+            else:
+                argv = self._multibulk()
+            if argv is None:
+                return None
+            if len(argv):
+                return argv
+
+    cdef list _inline(self):
+        cdef const char *p = PyByteArray_AS_STRING(self.buf)
+        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
+        cdef const char *nl = <const char *>memchr(p + self.pos, b'\n', end - self.pos)
+        cdef Py_ssize_t i
+        cdef Py_ssize_t k
+        cdef Py_ssize_t line_end
+        cdef list args
+        # strchr semantics: a NUL byte before the newline hides it
+        if nl != NULL:
+            k = nl - p
+            for i in range(self.pos, k):
+                if p[i] == 0:
+                    nl = NULL
+                    break
+        if nl == NULL:
+            if end - self.pos > INLINE_MAX_SIZE:
+                raise ProtocolError("Protocol error: too big inline request")
+            return None
+        line_end = nl - p
+        if line_end > self.pos and p[line_end - 1] == b'\r':
+            line_end -= 1
+        args = split_args(PyBytes_FromStringAndSize(p + self.pos, line_end - self.pos))
+        if args is None:
+            raise ProtocolError("Protocol error: unbalanced quotes in request")
+        self.pos = (nl - p) + 1
+        return args
+
+    cdef list _multibulk(self):
+        cdef const char *p = PyByteArray_AS_STRING(self.buf)
+        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
+        cdef Py_ssize_t nl
+        cdef long long ll
+        cdef list argv
+        if self.multibulklen == 0:
+            nl = find_cr(p, self.pos, end)
+            if nl < 0:
+                if end - self.pos > INLINE_MAX_SIZE:
+                    raise ProtocolError("Protocol error: too big mbulk count string")
+                return None
+            if nl - self.pos > end - self.pos - 2:
+                return None
+            if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll > INT_MAX:
+                raise ProtocolError("Protocol error: invalid multibulk length")
+            if ll > 10 and self.auth_required:
+                raise ProtocolError("Protocol error: unauthenticated multibulk length")
+            self.pos = nl + 2
+            if ll <= 0:
+                return []
+            self.multibulklen = ll
+            self.argv = []
+            self.bulklen = -1
+        while self.multibulklen:
+            if self.bulklen == -1:
+                nl = find_cr(p, self.pos, end)
+                if nl < 0:
+                    if end - self.pos > INLINE_MAX_SIZE:
+                        raise ProtocolError("Protocol error: too big bulk count string")
+                    return None
+                if nl - self.pos > end - self.pos - 2:
+                    return None
+                if p[self.pos] != b'$':
+                    raise ProtocolError(
+                        "Protocol error: expected '$', got '%s'"
+                        % chr(<unsigned char>p[self.pos]))
+                if (not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll < 0
+                        or ll > self.max_bulk_len):
+                    raise ProtocolError("Protocol error: invalid bulk length")
+                if ll > 16384 and self.auth_required:
+                    raise ProtocolError("Protocol error: unauthenticated bulk length")
+                self.pos = nl + 2
+                self.bulklen = ll
+            if end - self.pos < self.bulklen + 2:
+                return None
+            self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
+            self.pos += self.bulklen + 2
+            self.bulklen = -1
+            self.multibulklen -= 1
+        argv = self.argv
+        self.argv = None
+        return argv

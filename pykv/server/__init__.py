@@ -1,0 +1,1 @@
+"""The dispatcher layer: server state, clients, command checks and execution."""

@@ -1,0 +1,311 @@
+"""The server: databases, clients, listeners, statistics and the cron.
+
+One event loop, one thread: everything here runs on the loop. ``Server.start`` opens the
+listeners named by the config (``port``/``bind``/``unixsocket`` and ``--listener`` specs)
+through the connection-type registry; ``accept`` turns each new connection into a
+``Client``. ``cron`` runs ``hz`` times a second: active expiry, client timeouts, and the
+hooks other families register (``add_cron``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from pykv import __version__ as pykv_version
+from pykv.commands import load_all_commands
+from pykv.commands.registry import TABLE, Command, CommandTable
+from pykv.config import Config
+from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
+from pykv.protocol import ErrorReply
+from pykv.server.client import Client
+from pykv.storage.keyspace import Clock, Database
+
+log = logging.getLogger("pykv")
+
+REDIS_VERSION = "7.0.15"
+
+
+class SlowlogEntry:
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+
+    def __init__(self, entry_id: int, when: int, duration: int, argv: list[bytes],
+                 addr: str, name: bytes) -> None:
+        self.id = entry_id
+        self.time = when
+        self.duration = duration
+        self.argv = argv
+        self.addr = addr
+        self.name = name
+
+
+class Server:
+    """All server state that outlives a single client."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        load_all_commands()
+        self.commands: CommandTable = TABLE
+        self.clock = Clock()
+        self.dbs: list[Database] = [Database(i, self.clock) for i in range(self.config.databases)]
+        self.clients: dict[int, Client] = {}
+        self.next_client_id = 1
+        self.listeners: list[Listener] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.start_time = time.time()
+        self.start_monotonic = time.monotonic()
+        self.run_id = os.urandom(20).hex()
+        self.pid = os.getpid()
+        self.version = REDIS_VERSION
+        self.pykv_version = pykv_version
+        self.monitors: list[Client] = []
+        self.cron_hooks: list[Callable[[], None]] = []
+        self.shutdown_hooks: list[Callable[[], None]] = []
+        self.client_close_hooks: list[Callable[[Client], None]] = []
+        self.pending_transports: set[Connection] = set()
+        self._cron_handle: asyncio.TimerHandle | None = None
+        self._stopped: asyncio.Event | None = None
+        self.cronloops = 0
+        # client pause (CLIENT PAUSE): the connection-commands family fills these in
+        self.pause_active = False
+        self.pause_end_ms = 0
+        self.pause_write_only = False
+        self.postponed: deque[tuple[Client, list[bytes]]] = deque()
+        # slow log
+        self.slowlog: deque[SlowlogEntry] = deque()
+        self.slowlog_next_id = 0
+        self.slowlog_threshold_ns = self._slowlog_threshold(self.config.slowlog_log_slower_than)
+        self.config.on_change("slowlog-log-slower-than", self._on_slowlog_threshold)
+        # statistics (INFO stats)
+        self.stat_numcommands = 0
+        self.stat_numconnections = 0
+        self.stat_rejected_conn = 0
+        self.stat_net_input_bytes = 0
+        self.stat_net_output_bytes = 0
+        self.stat_expired_keys_base = 0
+        self.stat_keyspace_hits = 0
+        self.stat_keyspace_misses = 0
+        self.stat_total_error_replies = 0
+        self.errorstats: dict[bytes, int] = {}
+        self.dirty = 0
+        self.lastsave = int(time.time())
+        self.active_expire_enabled = True
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def listener_specs(self) -> list[ListenerSpec]:
+        """Listeners from ``port``/``bind``/``unixsocket`` plus every ``--listener``."""
+        cfg = self.config
+        specs = []
+        if cfg.port:
+            specs.append(ListenerSpec("tcp", binds=list(cfg.bind) or ["127.0.0.1"],
+                                      port=cfg.port))
+        if cfg.unixsocket:
+            opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
+            specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
+        for text in cfg.listeners:
+            specs.append(ListenerSpec.parse(text))
+        return specs
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        for spec in self.listener_specs():
+            ct = get_connection_type(spec.type)
+            try:
+                listener = await ct.listen(spec, self.accept, self)
+            except Exception as exc:
+                if spec.optional:
+                    log.warning("Optional listener %s not started: %s", spec.type, exc)
+                    continue
+                self.close_listeners()
+                raise
+            self.listeners.append(listener)
+        self._schedule_cron()
+        log.info("Ready to accept connections")
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        await self.wait_stopped()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    exit_code = 0
+
+    def request_shutdown_signal(self, signum: int) -> None:
+        """SIGTERM/SIGINT: shut down like SHUTDOWN (persistence hooks run first)."""
+        log.warning("Received %s, scheduling shutdown...",
+                    "SIGINT" if signum == 2 else "SIGTERM")
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop accepting, close every client, and let ``serve_forever`` return."""
+        for hook in self.shutdown_hooks:
+            try:
+                hook()
+            except Exception:
+                log.exception("shutdown hook failed")
+        self.close_listeners()
+        for client in list(self.clients.values()):
+            client.close_now()
+        if self._cron_handle is not None:
+            self._cron_handle.cancel()
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def close_listeners(self) -> None:
+        for listener in self.listeners:
+            try:
+                listener.close()
+            except Exception:
+                log.exception("closing listener")
+        self.listeners = []
+
+    # -- clients ---------------------------------------------------------------------------
+    def accept(self, conn: Connection) -> Client:
+        client = Client(self, conn, self.next_client_id)
+        self.next_client_id += 1
+        self.stat_numconnections += 1
+        if len(self.clients) >= self.config.maxclients:
+            self.stat_rejected_conn += 1
+            client.add_reply(ErrorReply(b"ERR max number of clients reached"))
+            client.closing = True
+            client.flush()
+            return client
+        self.clients[client.id] = client
+        if conn.has_pending_data is not Connection.has_pending_data:
+            self.pending_transports.add(conn)
+        return client
+
+    def remove_client(self, client: Client) -> None:
+        if self.clients.pop(client.id, None) is None:
+            return
+        if client.monitor and client in self.monitors:
+            self.monitors.remove(client)
+        if client.conn is not None:
+            self.pending_transports.discard(client.conn)
+        for hook in self.client_close_hooks:
+            hook(client)
+
+    # -- statistics ------------------------------------------------------------------------
+    def count_error(self, err: ErrorReply) -> None:
+        code = err.data.split(b" ", 1)[0]
+        self.errorstats[code] = self.errorstats.get(code, 0) + 1
+        self.stat_total_error_replies += 1
+
+    def stat_unexpected_error(self, code: str) -> None:
+        key = code.encode()
+        self.errorstats[key] = self.errorstats.get(key, 0) + 1
+        self.stat_total_error_replies += 1
+
+    @property
+    def stat_expired_keys(self) -> int:
+        return self.stat_expired_keys_base + sum(db.expired_count for db in self.dbs)
+
+    def reset_stats(self) -> None:
+        for cmd in self.commands:
+            cmd.reset_stats()
+        self.errorstats.clear()
+        self.stat_numcommands = self.stat_numconnections = self.stat_rejected_conn = 0
+        self.stat_net_input_bytes = self.stat_net_output_bytes = 0
+        self.stat_keyspace_hits = self.stat_keyspace_misses = 0
+        self.stat_total_error_replies = 0
+        self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
+
+    # -- slow log and monitor --------------------------------------------------------------
+    @staticmethod
+    def _slowlog_threshold(usec: int) -> int:
+        return (1 << 62) if usec < 0 else usec * 1000
+
+    def _on_slowlog_threshold(self, value: int) -> None:
+        self.slowlog_threshold_ns = self._slowlog_threshold(value)
+
+    def slowlog_push(self, client: Client, argv: list[bytes], usec: int) -> None:
+        if self.config.slowlog_max_len <= 0:
+            return
+        # Redis keeps at most 32 arguments and 128 bytes per argument
+        args = []
+        for i, arg in enumerate(argv):
+            if i == 31 and len(argv) > 32:
+                args.append(b"... (%d more arguments)" % (len(argv) - 31))
+                break
+            if len(arg) > 128:
+                arg = arg[:128] + b"... (%d more bytes)" % (len(arg) - 128)
+            args.append(arg)
+        self.slowlog.appendleft(SlowlogEntry(self.slowlog_next_id, int(time.time()), usec, args,
+                                             client.addr, client.name))
+        self.slowlog_next_id += 1
+        while len(self.slowlog) > self.config.slowlog_max_len:
+            self.slowlog.pop()
+
+    def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
+        from pykv.commands.monitor import format_monitor_line
+
+        line = format_monitor_line(client, argv)
+        for mon in list(self.monitors):
+            if mon is not client:
+                mon.add_push(line)
+                mon.flush()
+
+    # -- client pause ----------------------------------------------------------------------
+    def should_pause(self, client: Client, cmd: Command) -> bool:
+        return False
+
+    def postpone(self, client: Client, argv: list[bytes]) -> None:
+        client.paused = True
+        self.postponed.append((client, argv))
+
+    # -- cron ------------------------------------------------------------------------------
+    def add_cron(self, hook: Callable[[], None]) -> None:
+        self.cron_hooks.append(hook)
+
+    def _schedule_cron(self) -> None:
+        hz = max(1, min(500, self.config.hz or 1))
+        self._cron_handle = self.loop.call_later(1.0 / hz, self.cron)
+
+    def cron(self) -> None:
+        self.cronloops += 1
+        try:
+            self.clock.update()
+            if self.active_expire_enabled:
+                self.active_expire_cycle()
+            for hook in self.cron_hooks:
+                hook()
+        except Exception:
+            log.exception("cron failed")
+        finally:
+            if self._stopped is not None and not self._stopped.is_set():
+                self._schedule_cron()
+
+    def active_expire_cycle(self) -> None:
+        """Redis's slow expire cycle: at most ~25% of each tick spent expiring keys."""
+        hz = max(1, self.config.hz)
+        effort = self.config.active_expire_effort
+        budget_ns = int(1e9 / hz * (25 + 2 * (effort - 1)) / 100)
+        deadline = time.monotonic_ns() + budget_ns
+        for db in self.dbs:
+            if db.expires:
+                db.active_expire(deadline, 20 + 5 * (effort - 1))
+            if time.monotonic_ns() >= deadline:
+                break
+
+    def process_pending_transports(self) -> None:
+        """Drain transports that hold received bytes outside the kernel (RDMA, TLS)."""
+        for conn in list(self.pending_transports):
+            while conn.has_pending_data():
+                conn.process_pending_data()
+
+    def now_info_uptime(self) -> int:
+        return int(time.monotonic() - self.start_monotonic)
+
+    def db_or_error(self, index: int) -> Database:
+        if not 0 <= index < len(self.dbs):
+            raise ErrorReply(b"ERR DB index is out of range")
+        return self.dbs[index]
+
+    def info_extra(self) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,208 @@
+"""The keyspace: numbered databases of keys, their expiry times and access clocks.
+
+A ``Database`` owns three dicts keyed by the key's bytes:
+
+* ``data``    key -> value (``bytes``/``bytearray`` for strings, a value-type object otherwise)
+* ``expires`` key -> absolute expiry time in Unix milliseconds (only keys with a TTL)
+* ``access``  key -> last access time in seconds (for ``OBJECT IDLETIME``)
+
+Expiry is lazy (a lookup of an expired key deletes it first) and active (``active_expire``
+walks the keys with a TTL a slice at a time from a timer, like Redis's expire cycle).
+Hooks let other layers hear about changes without the keyspace knowing them: every write
+calls ``signal_modified`` (WATCH, client-side caching) and deletions by expiry call
+``on_expired`` (keyspace notifications, replication of DELs).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Clock:
+    """The cached time for one batch of commands, like Redis's ``server.mstime``.
+
+    The dispatcher refreshes it before each command; everything that asks "is this key
+    expired" during that command sees the same instant (as Redis does within a command).
+    """
+
+    __slots__ = ("ms", "sec")
+
+    def __init__(self) -> None:
+        self.ms = now_ms()
+        self.sec = self.ms // 1000
+
+    def update(self) -> int:
+        self.ms = ms = int(time.time() * 1000)
+        self.sec = ms // 1000
+        return ms
+
+
+class Database:
+    """One numbered database (``SELECT n``)."""
+
+    __slots__ = (
+        "id", "data", "expires", "access", "clock", "signal_modified", "on_expired",
+        "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count",
+    )
+
+    def __init__(self, db_id: int, clock: Clock) -> None:
+        self.id = db_id
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}
+        self.access: dict[bytes, int] = {}
+        self.clock = clock
+        # hooks installed by the server; no-ops until something listens
+        self.signal_modified: Callable[[Database, bytes], None] = _noop
+        self.on_expired: Callable[[Database, bytes], None] = _noop
+        self._expire_snapshot: list[bytes] = []
+        self._expire_pos = 0
+        self.avg_ttl = 0
+        self.expired_count = 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    # -- lookups -----------------------------------------------------------------------
+    def get(self, key: bytes, touch: bool = True) -> Any:
+        """The live value of ``key`` or None (expiring it first if its time has come)."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if self.expires:
+            when = self.expires.get(key)
+            if when is not None and when <= self.clock.ms:
+                self.expire_now(key)
+                return None
+        if touch:
+            self.access[key] = self.clock.sec
+        return value
+
+    def contains(self, key: bytes) -> bool:
+        return self.get(key, touch=False) is not None
+
+    def expire_if_needed(self, key: bytes) -> bool:
+        when = self.expires.get(key)
+        if when is not None and when <= self.clock.ms:
+            self.expire_now(key)
+            return True
+        return False
+
+    def expire_now(self, key: bytes) -> None:
+        self._remove(key)
+        self.expired_count += 1
+        self.on_expired(self, key)
+        self.signal_modified(self, key)
+
+    # -- writes ------------------------------------------------------------------------
+    def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
+        """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
+        self.data[key] = value
+        self.access[key] = self.clock.sec
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        self.signal_modified(self, key)
+
+    def replace_value(self, key: bytes, value: Any) -> None:
+        """Update the value of an existing key in place, keeping its TTL."""
+        self.data[key] = value
+        self.signal_modified(self, key)
+
+    def delete(self, key: bytes) -> bool:
+        """Delete a live key; False if it did not exist (or had already expired)."""
+        if self.get(key, touch=False) is None:
+            return False
+        self._remove(key)
+        self.signal_modified(self, key)
+        return True
+
+    def pop(self, key: bytes) -> Any:
+        """Remove and return the live value of ``key`` (None if absent)."""
+        value = self.get(key, touch=False)
+        if value is not None:
+            self._remove(key)
+            self.signal_modified(self, key)
+        return value
+
+    def _remove(self, key: bytes) -> None:
+        del self.data[key]
+        self.access.pop(key, None)
+        if self.expires:
+            self.expires.pop(key, None)
+
+    def clear(self) -> int:
+        n = len(self.data)
+        self.data = {}
+        self.expires = {}
+        self.access = {}
+        self._expire_snapshot = []
+        self._expire_pos = 0
+        self.avg_ttl = 0
+        return n
+
+    # -- expiry ------------------------------------------------------------------------
+    def set_expire(self, key: bytes, when_ms: int) -> None:
+        self.expires[key] = when_ms
+        self.signal_modified(self, key)
+
+    def get_expire(self, key: bytes) -> int:
+        """Absolute expiry in ms, or -1 if the key has no TTL."""
+        return self.expires.get(key, -1)
+
+    def persist(self, key: bytes) -> bool:
+        if self.expires.pop(key, None) is None:
+            return False
+        self.signal_modified(self, key)
+        return True
+
+    def active_expire(self, deadline_ns: int, batch: int = 20) -> int:
+        """Expire keys whose time has passed until ``deadline_ns`` (monotonic) or no more.
+
+        Walks a snapshot of the keys with a TTL ``batch`` keys at a time and keeps going
+        while more than a quarter of a batch was expired (Redis's heuristic), so a database
+        full of stale keys is cleaned quickly and a healthy one costs one batch per tick.
+        """
+        expired = 0
+        expires = self.expires
+        while expires:
+            if self._expire_pos >= len(self._expire_snapshot):
+                self._expire_snapshot = list(expires)
+                self._expire_pos = 0
+            start = self._expire_pos
+            chunk = self._expire_snapshot[start:start + batch]
+            self._expire_pos = start + len(chunk)
+            now = self.clock.update()
+            found = 0
+            ttl_sum = 0
+            ttl_n = 0
+            for key in chunk:
+                when = expires.get(key)
+                if when is None:
+                    continue
+                if when <= now:
+                    self.expire_now(key)
+                    found += 1
+                else:
+                    ttl_sum += when - now
+                    ttl_n += 1
+            if ttl_n:
+                avg = ttl_sum // ttl_n
+                self.avg_ttl = avg if not self.avg_ttl else (self.avg_ttl * 49 + avg) // 50
+            expired += found
+            if found * 4 <= len(chunk) or time.monotonic_ns() >= deadline_ns:
+                break
+        if not expires:
+            self._expire_snapshot = []
+            self._expire_pos = 0
+        return expired
+
+    def keys(self) -> Iterator[bytes]:
+        return iter(list(self.data))
+
+
+def _noop(db: Database, key: bytes) -> None:
+    return None
