@@ -94,6 +94,8 @@ class Server:
         self.dirty = 0
         self.lastsave = int(time.time())
         self.active_expire_enabled = True
+        # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
+        self.keyspace_notifier: Callable[[str, bytes, bytes, int], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def listener_specs(self) -> list[ListenerSpec]:

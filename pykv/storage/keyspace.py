@@ -107,6 +107,10 @@ class Database:
             self.expires.pop(key, None)
         self.signal_modified(self, key)
 
+    def modified(self, key: bytes) -> None:
+        """Call after changing a stored value in place (LPUSH on an existing list, …)."""
+        self.signal_modified(self, key)
+
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
         self.data[key] = value

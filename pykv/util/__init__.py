@@ -1,0 +1,1 @@
+"""Small shared algorithms (glob matching, …) used by several command families."""
