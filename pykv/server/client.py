@@ -82,6 +82,9 @@ class Client:
         self.shard_channels: set[bytes] = set()
         # blocking (BLPOP & co.): set by the blocking machinery
         self.blocked: Any = None
+        # True while running inside EXEC or a script: blocking commands must not block
+        # there (they answer as if their timeout had expired at once, as Redis does)
+        self.deny_blocking = False
         self.paused = False  # waiting for CLIENT UNPAUSE with a command held back
         self.monitor = False
         self.net_in = 0
