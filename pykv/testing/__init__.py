@@ -1,4 +1,8 @@
-"""Testing helpers: an embedded pykv server for your own tests, and a pytest plugin."""
-from pykv.testing.server import Server, free_port
+"""Testing helpers: an embedded pykv server for your own tests, and a pytest plugin.
 
-__all__ = ["Server", "free_port"]
+``from pykv.testing import Server`` — see ``pykv.testing.server`` for the server and
+``pykv.testing.pytest_plugin`` for the ``pykv_server``/``pykv_client`` fixtures.
+"""
+from pykv.testing.server import Server, ServerError, config_args, free_port
+
+__all__ = ["Server", "ServerError", "config_args", "free_port"]

@@ -1,17 +1,109 @@
-"""pytest plugin (entry point ``pykv``): the ``pykv_server`` fixture.
+"""pytest plugin (entry point ``pykv``, loaded automatically once pykv is installed).
 
-``pykv_server`` is a session-scoped ``pykv.testing.Server``; use ``pykv_server.client()``
-for a ``redis.Redis`` or ``pykv_server.port`` with any client. Databases are not flushed
-between tests: call ``FLUSHALL`` where a test needs an empty server.
+Fixtures:
+
+``pykv_server``          one ``pykv.testing.Server`` for the whole session.
+``pykv_client``          a ``redis.Redis`` on that server, the server flushed (FLUSHALL)
+                         before the test; closed after it.
+``pykv_server_factory``  ``pykv_server_factory(**Server kwargs)`` starts a dedicated server
+                         (own options, e.g. ``config={"maxclients": 2}``), stopped when the
+                         test ends.
+
+Options: ``--pykv-config NAME=VALUE`` (repeatable; also the ``pykv_config`` ini line list,
+``NAME VALUE`` per line) configures the session server. When a test that used one of these
+servers fails, the lines the server logged during that test are attached to the report as a
+"pykv server log" section.
 """
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from pykv.testing.server import Server
 
+_LOG_TAIL = 200  # lines of server log attached to a failing test
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pykv", "pykv embedded server")
+    group.addoption("--pykv-config", action="append", default=[], metavar="NAME=VALUE",
+                    help="config option for the session pykv_server (repeatable)")
+    parser.addini("pykv_config", "config options for the session pykv_server, 'NAME VALUE' "
+                  "per line", type="linelist", default=[])
+
+
+def _session_config(config: pytest.Config) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for line in config.getini("pykv_config"):
+        name, _, value = line.strip().partition(" ")
+        if name:
+            options[name] = value.strip()
+    for item in config.getoption("pykv_config") or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise pytest.UsageError(f"--pykv-config expects NAME=VALUE, got {item!r}")
+        options[name.strip()] = value
+    return options
+
+
+def _watch(request: pytest.FixtureRequest, server: Server) -> None:
+    """Remember where this server's log stood when the test started."""
+    marks: list[tuple[Server, int]] = request.node.stash.setdefault(_LOG_MARKS, [])
+    marks.append((server, server.log_size()))
+
+
+_LOG_MARKS = pytest.StashKey[list]()
+
 
 @pytest.fixture(scope="session")
-def pykv_server():
-    with Server() as server:
+def pykv_server(pytestconfig: pytest.Config) -> Iterator[Server]:
+    """A pykv server shared by the whole session (databases are not flushed for you)."""
+    with Server(config=_session_config(pytestconfig)) as server:
         yield server
+
+
+@pytest.fixture
+def pykv_client(pykv_server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A ``redis.Redis`` on the session server, which is flushed first."""
+    _watch(request, pykv_server)
+    if not pykv_server.running:
+        pykv_server.start()
+    pykv_server.flush()
+    client = pykv_server.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def pykv_server_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., Server]]:
+    """Start dedicated servers with their own options; all are stopped after the test."""
+    started: list[Server] = []
+
+    def factory(**kwargs: Any) -> Server:
+        server = Server(**kwargs)
+        server.start()
+        started.append(server)
+        _watch(request, server)
+        return server
+
+    yield factory
+    for server in started:
+        # keep the log readable for the report hook until after the test's report
+        server.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for server, mark in item.stash.get(_LOG_MARKS, []):
+        text = server.log(since=mark)
+        if not text:
+            continue
+        lines = text.splitlines()[-_LOG_TAIL:]
+        report.sections.append(
+            (f"pykv server log ({server.host}:{server.port}, {report.when})", "\n".join(lines)))
