@@ -5,6 +5,8 @@ from setuptools import Extension, setup
 extensions = [
     Extension("pykv.protocol._parser", ["pykv/protocol/_parser.pyx"]),
     Extension("pykv.protocol._writer", ["pykv/protocol/_writer.pyx"]),
+    Extension("pykv.storage.rdb._codec", ["pykv/storage/rdb/_codec.pyx"]),
+    Extension("pykv.storage._numeric", ["pykv/storage/_numeric.pyx"]),
 ]
 
 setup(

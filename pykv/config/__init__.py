@@ -1,13 +1,18 @@
-"""Live configuration: typed values from the config table, parsed and formatted by type.
+"""Live configuration: one typed value per entry of the config table, and how it changes.
 
 ``Config`` holds one attribute per entry (``config.hz``, ``config.proto_max_bulk_len``) so
-the hot path reads a plain attribute. ``parse_value``/``format_value`` turn the text forms
-used by redis.conf, the command line and CONFIG SET/GET into values and back, with Redis's
-error texts. Listeners that react to changes register with ``on_change``.
+the hot path reads a plain attribute. Values are parsed and formatted by the entry's type
+(``pykv.config.values``), with Redis's reason texts.
+
+Changes go through ``set`` (one value: start-up, tests) or ``set_many`` (CONFIG SET: all
+pairs or none). Parts of the server that must react to a change register
+``config.on_change(name, hook)``; a hook that cannot apply the new value raises
+``ConfigError`` and ``set_many`` puts every value back, as Redis's apply functions do.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pykv.config.table import (
@@ -21,90 +26,36 @@ from pykv.config.table import (
     STRING,
     ConfigEntry,
 )
+from pykv.config.values import ConfigError, codec_for, parse_memory
+from pykv.util.glob import stringmatch
+
+__all__ = [
+    "BOOL", "BY_NAME", "ENTRIES", "ENUM", "INT", "MEMORY", "MULTI", "STRING", "Config",
+    "ConfigEntry", "ConfigError", "ConfigSetError", "format_value", "parse_memory",
+    "parse_value",
+]
 
 
-class ConfigError(ValueError):
-    """A value the entry's type rejects; the message is Redis's reason text."""
+class ConfigSetError(Exception):
+    """CONFIG SET refused; ``str()`` is the reply text without the ``ERR `` prefix."""
 
 
-_MEMORY_UNITS = {
-    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000 ** 2, "mb": 1024 ** 2,
-    "g": 1000 ** 3, "gb": 1024 ** 3,
-}
-
-
-def parse_memory(text: str) -> int | None:
-    """Redis's ``memtoull``: a number with an optional k/kb/m/mb/g/gb unit; None if bad."""
-    t = text.strip().lower()
-    i = len(t)
-    while i and t[i - 1].isalpha():
-        i -= 1
-    num, unit = t[:i], t[i:]
-    if unit not in _MEMORY_UNITS or not num:
-        return None
-    try:
-        value = int(num)
-    except ValueError:
-        return None
-    return value * _MEMORY_UNITS[unit]
-
-
-def parse_value(entry: ConfigEntry, args: list[str]) -> Any:
+def parse_value(entry: ConfigEntry, args: list[str], current: Any = None) -> Any:
     """The typed value of ``args`` for ``entry`` (one string unless the entry is multi)."""
-    t = entry.type
-    if t == MULTI:
-        return [a for arg in args for a in arg.split(" ") if a]
-    text = args[0] if args else ""
-    if t == BOOL:
-        low = text.lower()
-        if low == "yes":
-            return True
-        if low == "no":
-            return False
-        raise ConfigError("argument must be 'yes' or 'no'")
-    if t == INT or t == MEMORY:
-        if t == INT and "octal" in entry.flags:
-            try:
-                value = int(text, 8)
-            except ValueError:
-                raise ConfigError("argument couldn't be parsed into an integer") from None
-        elif t == INT:
-            try:
-                value = int(text)
-            except ValueError:
-                mem = parse_memory(text)
-                if mem is None:
-                    raise ConfigError("argument couldn't be parsed into an integer") from None
-                value = mem
-        else:
-            mem = parse_memory(text)
-            if mem is None:
-                raise ConfigError("argument must be a memory value")
-            value = mem
-        if not entry.min <= value <= entry.max:
-            raise ConfigError(f"argument must be between {entry.min} and {entry.max} inclusive")
-        return value
-    if t == ENUM:
-        low = text.lower()
-        if low not in entry.choices:
-            raise ConfigError(
-                f"argument(s) must be one of the following: {', '.join(entry.choices)}"
-            )
-        return low
-    if t == STRING:
-        return text
-    raise ConfigError(f"unsupported config type {t}")
+    value = codec_for(entry).parse(entry, args, current)
+    if entry.clamp is not None:
+        value = max(entry.clamp[0], min(entry.clamp[1], value))
+    return value
 
 
 def format_value(entry: ConfigEntry, value: Any) -> str:
-    t = entry.type
-    if t == BOOL:
-        return "yes" if value else "no"
-    if t == MULTI:
-        return " ".join(value)
-    if t == INT and "octal" in entry.flags:
-        return oct(value)[2:] if value else "0"
-    return str(value)
+    """The CONFIG GET text of ``value``."""
+    return codec_for(entry).format(entry, value)
+
+
+def split_set_value(entry: ConfigEntry, text: str) -> list[str]:
+    """CONFIG SET's one string as arguments: multi-arg entries split on single spaces."""
+    return text.split(" ") if codec_for(entry).multi_arg else [text]
 
 
 class Config:
@@ -113,35 +64,132 @@ class Config:
     def __init__(self) -> None:
         for entry in ENTRIES:
             setattr(self, entry.attr, _copy(entry.default))
+        self.dir = os.getcwd()
         self.listeners: list[str] = []  # --listener specs, in order
-        self.config_file: str = ""
+        self.config_file: str = ""  # absolute path of the file the server was started with
+        self.rename_commands: list[tuple[str, str]] = []  # rename-command directives
+        self.user_directives: list[list[str]] = []  # "user" lines, for the ACL family
+        # CONFIG REWRITE asks this for the "user ..." lines (the ACL family may replace it)
+        self.describe_users: Callable[[], list[str]] | None = None
         self._hooks: dict[str, list[Callable[[Any], None]]] = {}
 
+    # -- lookup ------------------------------------------------------------------------------
     def entry(self, name: str) -> ConfigEntry | None:
         return BY_NAME.get(name.lower())
 
     def get(self, name: str) -> Any:
-        entry = BY_NAME[name.lower()]
-        return getattr(self, entry.attr)
-
-    def set(self, name: str, args: list[str] | str) -> Any:
-        """Parse and store one value (used at start-up and by CONFIG SET)."""
-        entry = BY_NAME[name.lower()]
-        if isinstance(args, str):
-            args = [args]
-        value = parse_value(entry, args)
-        setattr(self, entry.attr, value)
-        for hook in self._hooks.get(entry.name, ()):
-            hook(value)
-        return value
+        return getattr(self, BY_NAME[name.lower()].attr)
 
     def get_text(self, name: str) -> str:
         entry = BY_NAME[name.lower()]
         return format_value(entry, getattr(self, entry.attr))
 
+    def matching(self, patterns: Iterable[str]) -> dict[str, str]:
+        """CONFIG GET: ``{name as matched: value text}`` for several names or glob patterns.
+
+        A plain name (no ``*?[``) is looked up exactly, aliases and hidden entries
+        included, and answered under the spelling asked for; a pattern matches the names
+        and aliases of every entry that is not hidden. A name is answered once.
+        """
+        found: dict[str, tuple[str, ConfigEntry]] = {}
+        for pattern in patterns:
+            if not any(ch in pattern for ch in "*?["):
+                entry = BY_NAME.get(pattern.lower())
+                if entry is not None and pattern.lower() not in found:
+                    found[pattern.lower()] = (pattern, entry)
+                continue
+            raw = pattern.encode("utf-8", "surrogateescape")
+            for name, entry in BY_NAME.items():
+                if "hidden" in entry.flags or name in found:
+                    continue
+                if stringmatch(raw, name.encode(), True):
+                    found[name] = (name, entry)
+        return {shown: format_value(entry, getattr(self, entry.attr))
+                for shown, entry in found.values()}
+
+    # -- changes -----------------------------------------------------------------------------
+    def parse(self, name: str, args: list[str] | str) -> Any:
+        """The value ``args`` would give ``name`` (raises ConfigError), without storing it."""
+        entry = BY_NAME[name.lower()]
+        if isinstance(args, str):
+            args = split_set_value(entry, args)
+        return parse_value(entry, args, getattr(self, entry.attr))
+
+    def set(self, name: str, args: list[str] | str) -> Any:
+        """Parse and store one value, then run its hooks (start-up, tests, internal use)."""
+        entry = BY_NAME[name.lower()]
+        value = self.parse(name, args)
+        old = getattr(self, entry.attr)
+        setattr(self, entry.attr, value)
+        if value != old:
+            self._run_hooks(entry, value)
+        return value
+
+    def set_many(self, pairs: list[tuple[str, str]], allow_protected: bool = False) -> None:
+        """CONFIG SET: every pair applied or none, with Redis's checks in Redis's order.
+
+        Raises ``ConfigSetError`` with the exact reply text.
+        """
+        entries: list[ConfigEntry] = []
+        for name, _ in pairs:  # the first problem found is the one reported
+            entry = BY_NAME.get(name.lower())
+            if entry is None:
+                raise ConfigSetError(
+                    f"Unknown option or number of arguments for CONFIG SET - '{name}'")
+            if entry.immutable:
+                raise ConfigSetError(_set_failed(name, "can't set immutable config"))
+            if "protected" in entry.flags and not allow_protected:
+                raise ConfigSetError(_set_failed(name, "can't set protected config"))
+            if any(e is entry for e in entries):
+                raise ConfigSetError(_set_failed(name, "duplicate parameter"))
+            entries.append(entry)
+        old = [getattr(self, e.attr) for e in entries]
+        new = []
+        for entry, (_, text) in zip(entries, pairs):
+            try:
+                new.append(parse_value(entry, split_set_value(entry, text),
+                                       getattr(self, entry.attr)))
+            except ConfigError as exc:
+                raise ConfigSetError(_set_failed(entry.name, str(exc))) from None
+        changed = []
+        for entry, before, after in zip(entries, old, new):
+            setattr(self, entry.attr, after)
+            if after != before:
+                changed.append(entry)
+        for i, entry in enumerate(changed):
+            try:
+                self._run_hooks(entry, getattr(self, entry.attr))
+            except ConfigError as exc:
+                for e, before in zip(entries, old):
+                    setattr(self, e.attr, before)
+                for done in changed[:i + 1]:
+                    try:
+                        self._run_hooks(done, getattr(self, done.attr))
+                    except ConfigError:
+                        pass  # as Redis: the old value could not be re-applied either
+                raise ConfigSetError(_set_failed(entry.name, str(exc))) from None
+
     def on_change(self, name: str, hook: Callable[[Any], None]) -> None:
-        self._hooks.setdefault(BY_NAME[name].name, []).append(hook)
+        """Call ``hook(new_value)`` after ``name`` changes; it may raise ConfigError."""
+        self._hooks.setdefault(BY_NAME[name.lower()].name, []).append(hook)
+
+    def _run_hooks(self, entry: ConfigEntry, value: Any) -> None:
+        for hook in self._hooks.get(entry.name, ()):
+            hook(value)
+
+    # -- defaults ----------------------------------------------------------------------------
+    def changed_entries(self) -> list[ConfigEntry]:
+        """Entries whose value differs from the default (for logs and tests)."""
+        return [e for e in ENTRIES if getattr(self, e.attr) != e.default and e.name != "dir"]
+
+
+def _set_failed(name: str, reason: str) -> str:
+    return f"CONFIG SET failed (possibly related to argument '{name}') - {reason}"
 
 
 def _copy(value: Any) -> Any:
-    return list(value) if isinstance(value, list) else value
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value

@@ -24,6 +24,8 @@ from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
 from pykv.server.client import Client
 from pykv.storage.keyspace import Clock, Database
+from pykv.storage.persistence import RdbPersistence
+from pykv.storage.rdb.encoding import RdbFormatError
 
 log = logging.getLogger("pykv")
 
@@ -93,6 +95,8 @@ class Server:
         self.errorstats: dict[bytes, int] = {}
         self.dirty = 0
         self.lastsave = int(time.time())
+        self.persistence = RdbPersistence(self)
+        self.cron_hooks.append(self.persistence.cron)
         self.active_expire_enabled = True
         # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
         self.keyspace_notifier: Callable[[str, bytes, bytes, int], None] | None = None
@@ -115,6 +119,7 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
+        self.load_data()
         for spec in self.listener_specs():
             ct = get_connection_type(spec.type)
             try:
@@ -138,19 +143,44 @@ class Server:
 
     exit_code = 0
 
+    def load_data(self) -> None:
+        """Load the dataset at start-up (RDB for now; AOF takes precedence once it exists)."""
+        try:
+            self.persistence.load()
+        except RdbFormatError as exc:
+            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
+            raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
+
     def request_shutdown_signal(self, signum: int) -> None:
-        """SIGTERM/SIGINT: shut down like SHUTDOWN (persistence hooks run first)."""
+        """SIGTERM/SIGINT: shut down like SHUTDOWN (saving first when save points exist)."""
         log.warning("Received %s, scheduling shutdown...",
                     "SIGINT" if signum == 2 else "SIGTERM")
-        self.stop()
+        if self.prepare_for_shutdown():
+            self.stop()
 
-    def stop(self) -> None:
-        """Stop accepting, close every client, and let ``serve_forever`` return."""
+    def prepare_for_shutdown(self, save: bool | None = None, force: bool = False) -> bool:
+        """Redis's prepareForShutdown: stop children, save if asked (or if save points are
+        configured and ``save`` is None), run shutdown hooks. False if the save failed and
+        ``force`` is not set: the server then keeps running."""
+        rdb = self.persistence
+        rdb.kill_child()
+        if save is None:
+            save = bool(self.config.save)
+        if save:
+            log.info("Saving the final RDB snapshot before exiting.")
+            if not rdb.save() and not force:
+                log.warning("Error trying to save the DB, can't exit.")
+                return False
         for hook in self.shutdown_hooks:
             try:
                 hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        log.warning("Redis is now ready to exit, bye bye...")
+        return True
+
+    def stop(self) -> None:
+        """Stop accepting, close every client, and let ``serve_forever`` return."""
         self.close_listeners()
         for client in list(self.clients.values()):
             client.close_now()

@@ -47,7 +47,8 @@ class Database:
 
     __slots__ = (
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired",
-        "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count",
+        "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
+        "scan_index", "blocking_keys", "on_key_ready",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -63,6 +64,14 @@ class Database:
         self._expire_pos = 0
         self.avg_ttl = 0
         self.expired_count = 0
+        # bumped by every ``set``: SCAN rebuilds its hash-order snapshot only when keys may
+        # have been added (see pykv.storage.scan); write keys through ``set``, not ``data``
+        self.version = 0
+        self.scan_index: Any = None
+        # clients parked on keys by blocking commands (key -> FIFO of waiters) and the
+        # hook ``set`` calls when one of those keys is written (see pykv.server.blocking)
+        self.blocking_keys: dict[bytes, Any] = {}
+        self.on_key_ready: Callable[[Database, bytes], None] = _noop
 
     def __len__(self) -> int:
         return len(self.data)
@@ -103,9 +112,12 @@ class Database:
         """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
         self.data[key] = value
         self.access[key] = self.clock.sec
+        self.version += 1
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         self.signal_modified(self, key)
+        if self.blocking_keys and key in self.blocking_keys:
+            self.on_key_ready(self, key)
 
     def modified(self, key: bytes) -> None:
         """Call after changing a stored value in place (LPUSH on an existing list, …)."""

@@ -165,7 +165,7 @@ class Server:
                 self.returncode = code
                 self.process = None
                 raise ServerError(f"pykv exited with status {code} at start:\n{self.log()}")
-            if self.ping():
+            if self._owns_listener() and self.ping():
                 return self
             time.sleep(0.03)
         text = self.log()
@@ -241,6 +241,49 @@ class Server:
             return False
         finally:
             sock.close()
+
+    def _owns_listener(self) -> bool:
+        """Whether *our* process holds the listening socket (not another server on the port).
+
+        Linux: match the process's socket inodes against /proc/net/{tcp,tcp6,unix}.
+        Elsewhere this is not checked (True).
+        """
+        pid = self.pid
+        if pid is None or not os.path.isdir("/proc/self/fd"):
+            return True
+        inodes = set()
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            return False
+        if self.port:
+            want = f":{self.port:04X}"
+            for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+                try:
+                    with open(table) as fh:
+                        next(fh, None)
+                        for line in fh:
+                            f = line.split()
+                            # local_address, state 0A = LISTEN, inode
+                            if f[1].endswith(want) and f[3] == "0A" and f[9] in inodes:
+                                return True
+                except OSError:
+                    continue
+            return False
+        if self.unix_path:
+            try:
+                with open("/proc/net/unix") as fh:
+                    return any(len(f) >= 8 and f[-1] == self.unix_path and f[6] in inodes
+                               for f in (line.split() for line in fh))
+            except OSError:
+                return True
+        return True
 
     def _raw_socket(self, timeout: float) -> socket.socket:
         if self.port:

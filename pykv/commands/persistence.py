@@ -1,0 +1,119 @@
+"""Persistence commands: SAVE, BGSAVE, DUMP, RESTORE."""
+from __future__ import annotations
+
+from pykv import errors
+from pykv.commands.args import to_int
+from pykv.commands.registry import command
+from pykv.protocol import OK, ErrorReply, SimpleString
+from pykv.server.notify import notify
+from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.objects import dump_payload, restore_payload, verify_payload
+
+BGSAVE_STARTED = SimpleString(b"Background saving started")
+BGSAVE_SCHEDULED = SimpleString(b"Background saving scheduled")
+
+
+@command("save")
+def save(c, argv):
+    rdb = c.server.persistence
+    if rdb.child_running:
+        return ErrorReply(b"ERR Background save already in progress")
+    if rdb.save():
+        return OK
+    return ErrorReply(b"ERR")
+
+
+@command("bgsave")
+def bgsave(c, argv):
+    schedule = False
+    if len(argv) > 1:
+        if len(argv) == 2 and argv[1].lower() == b"schedule":
+            schedule = True
+        else:
+            return errors.SYNTAX
+    rdb = c.server.persistence
+    if rdb.child_type == "rdb":
+        return ErrorReply(b"ERR Background save already in progress")
+    if rdb.child_running or getattr(c.server, "aof_rewrite_in_progress", False):
+        if schedule:
+            rdb.bgsave_scheduled = True
+            return BGSAVE_SCHEDULED
+        return ErrorReply(b"ERR Another child process is active (AOF?): can't BGSAVE right "
+                          b"now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever "
+                          b"possible.")
+    if rdb.bgsave():
+        return BGSAVE_STARTED
+    return ErrorReply(b"ERR")
+
+
+@command("dump")
+def dump(c, argv):
+    value = c.db.get(argv[1])
+    if value is None:
+        return None
+    return dump_payload(value, c.server.config)
+
+
+@command("restore")
+def restore(c, argv):
+    key = argv[1]
+    ttl = to_int(argv[2])
+    replace = absttl = False
+    idle = freq = -1
+    i = 4
+    while i < len(argv):
+        opt = argv[i].lower()
+        more = i + 1 < len(argv)
+        if opt == b"replace":
+            replace = True
+        elif opt == b"absttl":
+            absttl = True
+        elif opt == b"idletime" and more and freq == -1:
+            idle = to_int(argv[i + 1])
+            if idle is None:
+                return errors.NOT_INTEGER
+            if idle < 0:
+                return ErrorReply(b"ERR Invalid IDLETIME value, must be >= 0")
+            i += 1
+        elif opt == b"freq" and more and idle == -1:
+            freq = to_int(argv[i + 1])
+            if freq is None:
+                return errors.NOT_INTEGER
+            if not 0 <= freq <= 255:
+                return ErrorReply(b"ERR Invalid FREQ value, must be >= 0 and <= 255")
+            i += 1
+        else:
+            return errors.SYNTAX
+        i += 1
+    db = c.db
+    if not replace and db.contains(key):
+        return ErrorReply(b"BUSYKEY Target key name already exists.")
+    if ttl is None:
+        return errors.NOT_INTEGER
+    if ttl < 0:
+        return ErrorReply(b"ERR Invalid TTL value, must be >= 0")
+    payload = argv[3]
+    if not verify_payload(payload):
+        return ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+    try:
+        value = restore_payload(payload, c.server.config)
+    except (RdbFormatError, ValueError, IndexError):
+        return ErrorReply(b"ERR Bad data format")
+    when = -1
+    if ttl:
+        when = ttl if absttl else db.clock.ms + ttl
+    deleted = replace and db.delete(key)
+    if when >= 0 and when <= db.clock.ms:
+        # already expired: nothing is stored (a replaced key is just gone)
+        if deleted:
+            notify(c.server, "g", b"del", key, db.id)
+            c.server.dirty += 1
+        return OK
+    db.set(key, value)
+    if when >= 0:
+        db.set_expire(key, when)
+    if idle >= 0:
+        db.access[key] = db.clock.sec - idle
+    notify(c.server, "g", b"restore", key, db.id)
+    c.server.dirty += 1
+    return OK

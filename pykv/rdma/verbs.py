@@ -1,0 +1,227 @@
+"""The verbs backend interface: what the RDMA drivers need from rdma_cm + libibverbs.
+
+Owns the shape (not the implementation) of the handful of objects a Valkey-protocol
+endpoint uses: a CM listener whose event channel has a real fd, connection requests that
+are accepted with an external RC queue pair, and per-connection resources (PD, completion
+channel with a real fd, CQ, QP, memory regions). Two backends implement it:
+``pykv.rdma.softfabric`` (software RC emulation) and ``pykv.rdma.pyverbs_backend``
+(real verbs). Numeric constants are libibverbs'/librdmacm's own values, so completions
+and events read the same whichever backend produced them.
+"""
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# ibv_wc_status
+WC_SUCCESS = 0
+WC_LOC_LEN_ERR = 1
+WC_LOC_QP_OP_ERR = 2
+WC_LOC_PROT_ERR = 4
+WC_WR_FLUSH_ERR = 5
+WC_REM_INV_REQ_ERR = 9
+WC_REM_ACCESS_ERR = 10
+WC_RETRY_EXC_ERR = 12
+WC_RNR_RETRY_EXC_ERR = 13
+WC_FATAL_ERR = 19
+WC_STATUS_NAMES = {
+    WC_SUCCESS: "success", WC_LOC_LEN_ERR: "local length error",
+    WC_LOC_QP_OP_ERR: "local QP operation error", WC_LOC_PROT_ERR: "local protection error",
+    WC_WR_FLUSH_ERR: "Work Request Flushed Error", WC_REM_INV_REQ_ERR: "remote invalid request error",
+    WC_REM_ACCESS_ERR: "remote access error", WC_RETRY_EXC_ERR: "transport retry counter exceeded",
+    WC_RNR_RETRY_EXC_ERR: "RNR retry counter exceeded", WC_FATAL_ERR: "fatal error",
+}
+
+# ibv_wc_opcode
+WC_SEND = 0
+WC_RDMA_WRITE = 1
+WC_RECV = 128
+WC_RECV_RDMA_WITH_IMM = 129
+
+# rdma_cm_event_type
+CM_ADDR_RESOLVED = 0
+CM_ADDR_ERROR = 1
+CM_ROUTE_RESOLVED = 2
+CM_ROUTE_ERROR = 3
+CM_CONNECT_REQUEST = 4
+CM_CONNECT_RESPONSE = 5
+CM_CONNECT_ERROR = 6
+CM_UNREACHABLE = 7
+CM_REJECTED = 8
+CM_ESTABLISHED = 9
+CM_DISCONNECTED = 10
+CM_DEVICE_REMOVAL = 11
+CM_ADDR_CHANGE = 14
+CM_TIMEWAIT_EXIT = 15
+CM_CLOSING_EVENTS = frozenset({
+    CM_UNREACHABLE, CM_ADDR_ERROR, CM_ROUTE_ERROR, CM_CONNECT_ERROR, CM_REJECTED,
+    CM_ADDR_CHANGE, CM_DISCONNECTED, CM_TIMEWAIT_EXIT,
+})
+
+
+def wc_status_str(status: int) -> str:
+    return WC_STATUS_NAMES.get(status, f"status {status}")
+
+
+class VerbsError(OSError):
+    """A verbs/CM call failed (errno set when the library gave one)."""
+
+
+class SetupError(RuntimeError):
+    """A listener or client cannot start; ``str`` is the one-line advice for the operator."""
+
+
+@dataclass(slots=True)
+class WorkCompletion:
+    wr_id: int
+    status: int
+    opcode: int
+    byte_len: int = 0
+    imm: int | None = None   # host byte order (drivers never see the raw __be32)
+
+
+class MemoryRegion(ABC):
+    addr: int
+    length: int
+    lkey: int
+    rkey: int
+
+    @abstractmethod
+    def read(self, offset: int, n: int) -> bytes: ...
+
+    @abstractmethod
+    def write(self, offset: int, data: bytes | bytearray | memoryview) -> None: ...
+
+
+class QueuePair(ABC):
+    """One connection's verbs resources: PD, completion channel, CQ, RC QP, MRs."""
+
+    comp_fd: int = -1
+    peer_address: str = ""
+    local_address: str = ""
+
+    def aux_fds(self) -> list[int]:
+        """Extra fds the event loop must watch and pass to ``pump`` (software fabric)."""
+        return []
+
+    def pump(self, fd: int) -> bool:
+        """Do the fabric work ``fd`` signalled; False when ``fd`` must not be watched again."""
+        return True
+
+    @abstractmethod
+    def reg_mr(self, length: int, remote_write: bool) -> MemoryRegion: ...
+
+    @abstractmethod
+    def post_recv(self, wr_id: int, mr: MemoryRegion, offset: int, length: int) -> None: ...
+
+    @abstractmethod
+    def post_send(self, wr_id: int, mr: MemoryRegion, offset: int, length: int,
+                  signaled: bool) -> None: ...
+
+    @abstractmethod
+    def post_write_imm(self, wr_id: int, mr: MemoryRegion, offset: int, length: int,
+                       remote_addr: int, rkey: int, imm: int, signaled: bool) -> None: ...
+
+    @abstractmethod
+    def get_cq_event(self) -> bool:
+        """Consume one completion-channel event; False when none is pending (EAGAIN)."""
+
+    @abstractmethod
+    def ack_cq_events(self, n: int) -> None: ...
+
+    @abstractmethod
+    def req_notify(self) -> None: ...
+
+    @abstractmethod
+    def poll(self, max_entries: int) -> list[WorkCompletion]: ...
+
+    def cm_events(self) -> list[int]:
+        """Client side: CM events that arrived on this connection's own channel."""
+        return []
+
+    @abstractmethod
+    def disconnect(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Destroy everything (QP to ERR, drain, QP, CQ, channel, MRs, PD, id)."""
+
+
+class ConnectRequest(ABC):
+    """A CONNECT_REQUEST: create resources, then accept (or reject)."""
+
+    peer_address: str = ""
+    local_address: str = ""
+
+    @abstractmethod
+    def create_qp(self, comp_vector: int) -> QueuePair: ...
+
+    @abstractmethod
+    def accept(self, qp: QueuePair) -> None: ...
+
+    @abstractmethod
+    def reject(self) -> None: ...
+
+
+@dataclass(slots=True)
+class CmEvent:
+    type: int
+    request: ConnectRequest | None = None   # CONNECT_REQUEST only
+    qp: QueuePair | None = None              # the connection an event is about
+    ack: Callable[[], None] | None = None
+
+    def acknowledge(self) -> None:
+        if self.ack is not None:
+            ack, self.ack = self.ack, None
+            ack()
+
+
+class CmListener(ABC):
+    """A listening CM id with its event channel (child ids report on the same channel)."""
+
+    bind: str = ""
+    port: int = 0
+
+    @abstractmethod
+    def fds(self) -> list[int]: ...
+
+    def pump(self, fd: int) -> None:
+        """Do the fabric work ``fd`` signalled (software fabric); no-op for real verbs."""
+        return None
+
+    @abstractmethod
+    def get_event(self) -> CmEvent | None:
+        """The next CM event, or None (EAGAIN)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Backend(ABC):
+    name: str = "?"
+
+    @abstractmethod
+    def listen(self, ip: str, port: int, backlog: int) -> CmListener: ...
+
+    @abstractmethod
+    def connect(self, host: str, port: int, timeout: float,
+                prepare: Callable[[QueuePair], None]) -> QueuePair:
+        """Client: resolve, create resources, ``prepare(qp)`` (MRs, receives), connect and
+        wait for ESTABLISHED."""
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """``soft`` (software fabric), ``pyverbs`` (real verbs) or ``auto`` (pyverbs when an RDMA
+    device exists, else an error naming the fix). Default from ``PYKV_RDMA_BACKEND``."""
+    name = (name or os.environ.get("PYKV_RDMA_BACKEND") or "auto").lower()
+    if name in ("soft", "softfabric", "software"):
+        from pykv.rdma.softfabric import SoftBackend
+
+        return SoftBackend()
+    if name in ("pyverbs", "verbs", "auto"):
+        from pykv.rdma.pyverbs_backend import load_pyverbs_backend
+
+        return load_pyverbs_backend()
+    raise SetupError(f"unknown RDMA backend '{name}' (use soft or pyverbs)")

@@ -1,0 +1,269 @@
+"""Blocking commands (BLPOP & co.): parked clients, ready keys, timeouts, unblocking.
+
+This is Redis's ``blocked.c`` for pykv. A blocking command that cannot be served at once
+parks its client on one or more keys of its database; when a command creates (or signals)
+one of those keys, the key goes on a *ready list*, and after that command (or the whole
+EXEC / script) has finished, the dispatcher asks this module to serve the clients waiting
+on each ready key, in the order they blocked. A served client's pipelined input is then
+processed. Nothing here ever blocks the event loop: timeouts are loop timers.
+
+API for command families (lists here; sorted sets BZPOP*/BZMPOP; streams XREAD BLOCK):
+
+``parse_timeout(arg) -> int``
+    Redis's ``getTimeoutFromObjectOrReply`` for seconds (a float): the absolute deadline in
+    Unix ms, or 0 for "forever". Raises Redis's errors (not a float, negative, overflow).
+
+``block_for_keys(client, keys, deadline_ms, serve, timeout_reply=NULL_ARRAY) -> NO_REPLY``
+    Park ``client`` on ``keys`` (in ``client.db``). The handler returns the result. Callers
+    check ``client.deny_blocking`` first (inside EXEC/scripts a blocking command answers as
+    if it had timed out, with the reply Redis gives there).
+
+``serve(client, key, value) -> bool``
+    Called for a ready ``key`` with its live value (any type; None never). Write the reply
+    with ``client.add_reply`` (and do the command's hooks: dirty, notify, modified) and
+    return True to unblock the client, or return False to leave it waiting (wrong type,
+    nothing to take). Clients waiting on a key are offered it in FIFO order until the key
+    is gone or every waiter has been offered it once.
+
+``signal_key_as_ready(db, key)``
+    ``Database.set`` calls this (through ``db.on_key_ready``) when a key someone waits on is
+    written, so families that create keys need do nothing. Call it yourself after changing
+    an existing value in place that a client may be waiting on (XADD).
+
+``scan_database_for_ready_keys(db)``
+    Signal every waited-on key that exists (after SWAPDB, which swaps contents but leaves the
+    waiting clients on their database number, as Redis does).
+
+The server exposes ``server.unblock_client(client, error)`` (CLIENT UNBLOCK),
+``server.blocked_count`` and ``server.blocking.timeout_count`` (INFO clients), and the
+dispatcher calls ``handle_ready_keys`` when ``server.ready_keys`` is non-empty.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pykv.commands.args import LLONG_MAX
+from pykv.protocol import NULL_ARRAY, ErrorReply
+
+if TYPE_CHECKING:
+    from pykv.server.client import Client
+    from pykv.server.server import Server
+    from pykv.storage.keyspace import Database
+
+Serve = Callable[["Client", bytes, Any], bool]
+
+TIMEOUT_NOT_FLOAT = ErrorReply(b"ERR timeout is not a float or out of range")
+TIMEOUT_NEGATIVE = ErrorReply(b"ERR timeout is negative")
+TIMEOUT_OUT_OF_RANGE = ErrorReply(b"ERR timeout is out of range")
+UNBLOCKED_ERROR = ErrorReply(b"UNBLOCKED client unblocked via CLIENT UNBLOCK")
+
+_MAX_LONG_DOUBLE_CHARS = 5 * 1024
+
+
+def parse_timeout(arg: bytes) -> int:
+    """Seconds (float) -> absolute deadline in Unix ms; 0 means block forever."""
+    from pykv.commands.args import to_float
+
+    if len(arg) > _MAX_LONG_DOUBLE_CHARS:
+        raise TIMEOUT_NOT_FLOAT
+    value = to_float(arg)
+    if value is None:
+        raise TIMEOUT_NOT_FLOAT
+    ms = value * 1000.0
+    if ms != ms or ms >= 9.223372036854775807e18 or ms <= -9.223372036854775808e18:
+        # a C cast of an out-of-range long double gives LLONG_MIN on x86-64
+        raise TIMEOUT_NEGATIVE
+    tval = int(ms)  # truncation, like the C cast
+    if tval < 0:
+        raise TIMEOUT_NEGATIVE
+    if tval > 0:
+        now = int(time.time() * 1000)
+        if tval > LLONG_MAX - now:
+            raise TIMEOUT_OUT_OF_RANGE
+        tval += now
+    return tval
+
+
+class BlockedState:
+    """What a parked client waits for (``client.blocked`` while it is blocked)."""
+
+    __slots__ = ("client", "db", "keys", "serve", "timeout_reply", "timer", "deadline")
+
+    def __init__(self, client: Client, db: Database, keys: list[bytes], serve: Serve,
+                 timeout_reply: Any, deadline: int) -> None:
+        self.client = client
+        self.db = db
+        self.keys = keys
+        self.serve = serve
+        self.timeout_reply = timeout_reply
+        self.deadline = deadline
+        self.timer: Any = None
+
+
+class Blocking:
+    """The server's blocked clients and ready keys."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        # (db id, key) -> db, in signal order; the dispatcher tests its truthiness
+        self.ready: dict[tuple[int, bytes], Database] = {}
+        self.count = 0  # blocked clients (INFO blocked_clients)
+        self.timeout_count = 0  # of which have a timeout (INFO clients_in_timeout_table)
+        self._handling = False
+        self._unblocked: list[Client] = []
+        for db in server.dbs:
+            db.on_key_ready = self.signal_key_as_ready
+        server.client_close_hooks.append(self._on_client_close)
+
+    # -- blocking ------------------------------------------------------------------------
+    def block_for_keys(self, client: Client, keys: list[bytes], deadline_ms: int,
+                       serve: Serve, timeout_reply: Any = NULL_ARRAY) -> Any:
+        from pykv.server.client import NO_REPLY
+
+        db = client.db
+        state = BlockedState(client, db, [], serve, timeout_reply, deadline_ms)
+        waiting = db.blocking_keys
+        for key in keys:
+            if key in state.keys:
+                continue
+            state.keys.append(key)
+            queue = waiting.get(key)
+            if queue is None:
+                queue = waiting[key] = deque()
+            queue.append(state)
+        client.blocked = state
+        self.count += 1
+        if deadline_ms:
+            self.timeout_count += 1
+            loop = self.server.loop
+            if loop is not None:
+                delay = max(0.0, (deadline_ms - time.time() * 1000) / 1000.0)
+                state.timer = loop.call_later(delay, self._on_timeout, state)
+        return NO_REPLY
+
+    def _detach(self, state: BlockedState) -> None:
+        """Forget a parked client (it is no longer blocked after this)."""
+        waiting = state.db.blocking_keys
+        for key in state.keys:
+            queue = waiting.get(key)
+            if queue is None:
+                continue
+            try:
+                queue.remove(state)
+            except ValueError:
+                pass
+            if not queue:
+                del waiting[key]
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        if state.deadline:
+            self.timeout_count -= 1
+        self.count -= 1
+        if state.client.blocked is state:
+            state.client.blocked = None
+
+    # -- unblocking ----------------------------------------------------------------------
+    def _on_timeout(self, state: BlockedState) -> None:
+        client = state.client
+        if client.blocked is not state:
+            return
+        state.timer = None
+        client.server.clock.update()
+        client.add_reply(state.timeout_reply)
+        self._detach(state)
+        self._resume(client)
+        self._drain_unblocked()
+
+    def unblock_client(self, client: Client, error: bool = False) -> bool:
+        """CLIENT UNBLOCK: answer as a timeout (or with the UNBLOCKED error); False if the
+        client was not blocked on keys."""
+        state = client.blocked
+        if not isinstance(state, BlockedState):
+            return False
+        if error:
+            client.add_reply(UNBLOCKED_ERROR)
+            self.server.count_error(UNBLOCKED_ERROR)
+        else:
+            client.add_reply(state.timeout_reply)
+        self._detach(state)
+        self._resume(client)
+        loop = self.server.loop
+        if loop is not None and not self._handling:
+            loop.call_soon(self._drain_unblocked)
+        return True
+
+    def _resume(self, client: Client) -> None:
+        """An unblocked client's pending input runs after the current work is done."""
+        self._unblocked.append(client)
+
+    def _drain_unblocked(self) -> None:
+        while self._unblocked:
+            pending, self._unblocked = self._unblocked, []
+            for client in pending:
+                if client.closed:
+                    continue
+                client.flush()
+                if client.blocked is None and not client.closing:
+                    client.process_input()
+                    client.flush()
+            if self.ready:
+                self.handle_ready_keys()
+
+    def _on_client_close(self, client: Client) -> None:
+        state = client.blocked
+        if isinstance(state, BlockedState):
+            self._detach(state)
+
+    # -- ready keys ----------------------------------------------------------------------
+    def signal_key_as_ready(self, db: Database, key: bytes) -> None:
+        if key in db.blocking_keys:
+            self.ready[(db.id, key)] = db
+
+    def scan_database_for_ready_keys(self, db: Database) -> None:
+        for key in list(db.blocking_keys):
+            if db.get(key, touch=False) is not None:
+                self.ready[(db.id, key)] = db
+
+    def handle_ready_keys(self) -> None:
+        """Serve clients waiting on the keys made ready by the command that just ran."""
+        if self._handling:
+            return
+        self._handling = True
+        ready = self.ready
+        try:
+            while ready:
+                batch = list(ready.items())
+                ready.clear()
+                for (_, key), db in batch:
+                    self._serve_key(db, key)
+        finally:
+            self._handling = False
+        self._drain_unblocked()
+
+    def _serve_key(self, db: Database, key: bytes) -> None:
+        queue = db.blocking_keys.get(key)
+        if not queue:
+            return
+        self.server.clock.update()
+        for state in list(queue):
+            client = state.client
+            if client.blocked is not state or client.closed:
+                continue
+            value = db.get(key, touch=False)
+            if value is None:
+                break
+            if state.serve(client, key, value):
+                self._detach(state)
+                self._resume(client)
+                client.flush()
+
+
+def block_for_keys(client: Client, keys: list[bytes], deadline_ms: int, serve: Serve,
+                   timeout_reply: Any = NULL_ARRAY) -> Any:
+    """Park ``client`` on ``keys`` (see the module docstring); returns ``NO_REPLY``."""
+    return client.server.blocking.block_for_keys(client, keys, deadline_ms, serve,
+                                                 timeout_reply)

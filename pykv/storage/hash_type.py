@@ -1,0 +1,101 @@
+"""The hash value type: a ``dict`` of field -> value (both ``bytes``).
+
+Encoding follows Redis 7.0: a new hash is a ``listpack`` and becomes a ``hashtable`` when a
+field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET/HSETNX check
+every argument before writing, even a field HSETNX will not set) or when it holds more than
+``hash-max-listpack-entries`` fields. It never converts back. The flag is state, not a
+function of the contents, because Redis's encoding depends on history too.
+
+A dict keeps insertion order, which is exactly a listpack's order (an update keeps the
+field's place, a new field goes to the end), so small hashes reply in Redis's order.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pykv.storage.values import Value
+
+_ENTRY_OVERHEAD = 2 * 33 + 24
+
+
+class HashValue(Value):
+    """A Redis hash."""
+
+    __slots__ = ("d", "listpack", "_keys")
+    type_name = b"hash"
+
+    def __init__(self, d: dict[bytes, bytes] | None = None, listpack: bool = True) -> None:
+        self.d: dict[bytes, bytes] = d if d is not None else {}
+        self.listpack = listpack
+        self._keys: list[bytes] | None = None  # snapshot for random picks
+
+    def encoding(self, config: Any) -> bytes:
+        return b"listpack" if self.listpack else b"hashtable"
+
+    def copy(self) -> HashValue:
+        return HashValue(dict(self.d), self.listpack)
+
+    def __len__(self) -> int:
+        return len(self.d)
+
+    def memory_usage(self) -> int:
+        d = self.d
+        return 64 + sum(len(k) + len(v) for k, v in d.items()) + _ENTRY_OVERHEAD * len(d)
+
+    # -- encoding rules ------------------------------------------------------------------
+    def check_lengths(self, config: Any, args: list[bytes], start: int) -> None:
+        """``hashTypeTryConversion``: convert if any of ``args[start:]`` is too long."""
+        if self.listpack:
+            limit = config.hash_max_listpack_value
+            for i in range(start, len(args)):
+                if len(args[i]) > limit:
+                    self.listpack = False
+                    return
+
+    def check_size(self, config: Any) -> None:
+        if self.listpack and len(self.d) > config.hash_max_listpack_entries:
+            self.listpack = False
+
+    # -- writes --------------------------------------------------------------------------
+    def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
+        """HSET's work: set ``argv[start:]`` field/value pairs; returns how many are new."""
+        self.check_lengths(config, argv, start)
+        d = self.d
+        before = len(d)
+        for i in range(start, len(argv), 2):
+            d[argv[i]] = argv[i + 1]
+        added = len(d) - before
+        if added:
+            self._keys = None
+            if self.listpack and len(d) > config.hash_max_listpack_entries:
+                self.listpack = False
+        return added
+
+    def set_computed(self, config: Any, field: bytes, value: bytes) -> None:
+        """``hashTypeSet`` for values the server made (HINCRBY*): length rules, then size."""
+        if self.listpack:
+            limit = config.hash_max_listpack_value
+            if len(field) > limit or len(value) > limit:
+                self.listpack = False
+        d = self.d
+        if field not in d:
+            self._keys = None
+        d[field] = value
+        self.check_size(config)
+
+    def delete(self, field: bytes) -> bool:
+        if self.d.pop(field, None) is None:
+            return False
+        self._keys = None
+        return True
+
+    # -- random access -------------------------------------------------------------------
+    def keys_snapshot(self) -> list[bytes]:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = list(self.d)
+        return keys
+
+    def random_field(self) -> bytes:
+        return random.choice(self.keys_snapshot())

@@ -1,0 +1,165 @@
+"""Whole RDB files: a snapshot of every database to bytes and back.
+
+``serialize(dbs, config, ...)`` produces what Redis 7.0's ``rdbSaveRio`` produces: the
+``REDIS0010`` magic, AUX fields, per database SELECTDB + RESIZEDB, each key with its
+EXPIRETIME_MS, the functions when there are any (FUNCTION2), EOF and the CRC-64 (zero when
+``rdbchecksum no``). ``parse(data, ...)`` reads files from Redis 7.0 and older (RDB 1–10),
+checking the checksum when present, and yields the keys to load.
+
+Serialisation walks the databases in chunks so a parent process could interleave it with
+serving; in practice SAVE runs it in one go and BGSAVE in a forked child.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykv.storage.rdb import encoding as enc
+from pykv.storage.rdb._codec import crc64
+from pykv.storage.rdb.encoding import RdbFormatError, RdbReader, RdbWriter
+from pykv.storage.rdb.objects import load_object, save_object
+
+MAGIC = b"REDIS"
+
+
+def serialize(dbs: list[Any], config: Any, aux: dict[bytes, bytes] | None = None,
+              functions: list[bytes] | None = None) -> bytes:
+    w = RdbWriter(compress=getattr(config, "rdbcompression", True))
+    w.raw(MAGIC + b"%04d" % enc.RDB_VERSION)
+    for key, value in (aux or {}).items():
+        w.byte(enc.OP_AUX)
+        w.string(key)
+        w.string(value)
+    for code in functions or ():
+        w.byte(enc.OP_FUNCTION2)
+        w.string(code)
+    for db in dbs:
+        if not db.data:
+            continue
+        w.byte(enc.OP_SELECTDB)
+        w.length(db.id)
+        w.byte(enc.OP_RESIZEDB)
+        w.length(len(db.data))
+        w.length(len(db.expires))
+        expires = db.expires
+        for key, value in db.data.items():
+            when = expires.get(key) if expires else None
+            if when is not None:
+                w.byte(enc.OP_EXPIRETIME_MS)
+                w.millis(when)
+            save_object(w, value, config, key)
+    w.byte(enc.OP_EOF)
+    checksum = crc64(0, bytes(w.buf)) if getattr(config, "rdbchecksum", True) else 0
+    w.raw(checksum.to_bytes(8, "little"))
+    return bytes(w.buf)
+
+
+@dataclass
+class LoadedKey:
+    db: int
+    key: bytes
+    value: Any
+    expire_ms: int  # -1 when none
+    idle: int = -1
+    freq: int = -1
+
+
+@dataclass
+class RdbContents:
+    version: int
+    aux: dict[bytes, bytes] = field(default_factory=dict)
+    functions: list[bytes] = field(default_factory=list)
+    checksum_ok: bool | None = None
+
+
+def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
+          verify_checksum: bool = True) -> RdbContents:
+    """Parse a whole RDB file, calling ``on_key`` for every key."""
+    if len(data) < 9 or data[:5] != MAGIC:
+        raise RdbFormatError("Wrong signature trying to load DB from file")
+    try:
+        version = int(data[5:9])
+    except ValueError:
+        raise RdbFormatError("Wrong signature trying to load DB from file") from None
+    if version < 1 or version > enc.RDB_VERSION:
+        raise RdbFormatError(f"Can't handle RDB format version {version}")
+    contents = RdbContents(version)
+    r = RdbReader(memoryview(data), 9)
+    db = 0
+    expire = -1
+    idle = freq = -1
+    while True:
+        op = r.byte()
+        if op == enc.OP_EOF:
+            break
+        if op == enc.OP_SELECTDB:
+            db = r.length()
+        elif op == enc.OP_RESIZEDB:
+            r.length()
+            r.length()
+        elif op == enc.OP_EXPIRETIME_MS:
+            expire = r.millis()
+        elif op == enc.OP_EXPIRETIME:
+            expire = r.seconds() * 1000
+        elif op == enc.OP_AUX:
+            key = r.string()
+            contents.aux[key] = r.string()
+        elif op == enc.OP_IDLE:
+            idle = r.length()
+        elif op == enc.OP_FREQ:
+            freq = r.byte()
+        elif op == enc.OP_FUNCTION2:
+            contents.functions.append(r.string())
+        elif op == enc.OP_FUNCTION_PRE_GA:
+            raise RdbFormatError("Pre-release function format not supported")
+        elif op == enc.OP_MODULE_AUX:
+            raise RdbFormatError("The RDB file contains AUX module data pykv can't load")
+        else:
+            key = r.string()
+            value = load_object(r, op, config)
+            on_key(LoadedKey(db, key, value, expire, idle, freq))
+            expire = -1
+            idle = freq = -1
+    if version >= 5 and r.remaining() >= 8:
+        stored = int.from_bytes(r.take(8), "little")
+        if stored and verify_checksum:
+            computed = crc64(0, bytes(data[:r.pos - 8]))
+            contents.checksum_ok = computed == stored
+            if not contents.checksum_ok:
+                raise RdbFormatError("Wrong RDB checksum")
+    return contents
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write to ``temp-<pid>.rdb`` beside ``path``, fsync, rename over ``path``, fsync dir."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f"temp-{os.getpid()}.rdb")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def iter_keys(data: bytes, config: Any) -> Iterator[LoadedKey]:
+    keys: list[LoadedKey] = []
+    parse(data, config, keys.append)
+    return iter(keys)

@@ -1,0 +1,115 @@
+"""The set value type: a Python ``set`` of ``bytes`` members.
+
+Encoding follows Redis 7.0 (which has no set listpack): ``intset`` while every member is a
+canonical 64-bit integer (Redis's ``string2ll``) and there are at most
+``set-max-intset-entries`` of them, ``hashtable`` after that, never back. Redis builds some
+sets afresh (SINTERSTORE/SUNIONSTORE/SDIFFSTORE results, SMOVE's new destination, the
+survivors of a large SPOP with count), and a fresh set is an intset again if its members
+allow it: ``SetValue.build`` follows that rule.
+
+An intset is sorted, so intset-encoded sets reply in ascending numeric order, as Redis's do;
+hashtable sets reply in Python's set order (Redis's is its own hash order: callers and tests
+must treat it as unordered).
+
+Random picks (SPOP, SRANDMEMBER) use a snapshot tuple of the members that survives removals
+(stale entries are skipped by rejection) and is rebuilt after an add or when more than half
+of it is stale, so draining a large set with SPOP costs O(1) amortised per pop.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pykv.commands.args import to_int
+from pykv.storage.values import Value
+
+_MEMBER_OVERHEAD = 33 + 24
+
+
+def is_int_member(member: bytes) -> bool:
+    """True if Redis would store ``member`` in an intset."""
+    return len(member) <= 20 and to_int(member) is not None
+
+
+class SetValue(Value):
+    """A Redis set."""
+
+    __slots__ = ("s", "intset", "_snap")
+    type_name = b"set"
+
+    def __init__(self, s: set[bytes] | None = None, intset: bool = True) -> None:
+        self.s: set[bytes] = s if s is not None else set()
+        self.intset = intset
+        self._snap: tuple[bytes, ...] | None = None
+
+    @classmethod
+    def build(cls, members: Iterable[bytes], config: Any) -> SetValue:
+        """A freshly created set holding ``members`` (encoding decided from scratch)."""
+        s = members if type(members) is set else set(members)
+        intset = len(s) <= config.set_max_intset_entries and all(map(is_int_member, s))
+        return cls(s, intset)
+
+    def encoding(self, config: Any) -> bytes:
+        return b"intset" if self.intset else b"hashtable"
+
+    def copy(self) -> SetValue:
+        return SetValue(set(self.s), self.intset)
+
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def memory_usage(self) -> int:
+        return 64 + sum(len(m) for m in self.s) + _MEMBER_OVERHEAD * len(self.s)
+
+    # -- writes --------------------------------------------------------------------------
+    def add_many(self, members: Iterable[bytes], config: Any) -> int:
+        """Add members; returns how many were new (converting to hashtable as Redis does)."""
+        s = self.s
+        before = len(s)
+        if self.intset:
+            for m in members:
+                if m not in s:
+                    if self.intset and not is_int_member(m):
+                        self.intset = False
+                    s.add(m)
+            if self.intset and len(s) > config.set_max_intset_entries:
+                self.intset = False
+        else:
+            s.update(members)
+        added = len(s) - before
+        if added:
+            self._snap = None
+        return added
+
+    def add(self, member: bytes, config: Any) -> bool:
+        return self.add_many((member,), config) == 1
+
+    def remove(self, member: bytes) -> bool:
+        s = self.s
+        if member in s:
+            s.remove(member)
+            return True
+        return False
+
+    # -- reads ---------------------------------------------------------------------------
+    def ordered(self) -> Iterator[bytes] | list[bytes]:
+        """Members in the order Redis would reply with for this encoding."""
+        if self.intset:
+            return sorted(self.s, key=int)
+        return iter(self.s)
+
+    def random_member(self) -> bytes:
+        s = self.s
+        snap = self._snap
+        if snap is None or len(snap) > 2 * len(s) + 8:
+            snap = self._snap = tuple(s)
+        choice = random.choice
+        while True:
+            m = choice(snap)
+            if m in s:
+                return m
+
+    def random_distinct(self, count: int) -> list[bytes]:
+        """``count`` distinct random members (count < len)."""
+        return random.sample(list(self.s), count)

@@ -1,0 +1,208 @@
+"""The embedded testing server (``pykv.testing.Server``) and its pytest plugin."""
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import redis
+
+from pykv.testing import Server, ServerError, config_args, free_port
+
+pytest_plugins = ["pytester"]
+
+
+def test_context_manager_starts_and_stops():
+    with Server() as s:
+        assert s.running and s.ping()
+        pid, port = s.pid, s.port
+        workdir = s.workdir
+        assert os.path.isdir(workdir)
+        r = s.client()
+        assert r.set("k", "v") is True
+        assert r.get("k") == b"v"
+        r.close()
+    assert not s.running
+    assert s.returncode == 0  # SIGTERM is a clean shutdown
+    assert not os.path.exists(workdir)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_unix_socket_and_resp3_client():
+    with Server(unix_socket=True, unixsocketperm=0o700) as s:
+        assert s.unix_path and os.path.exists(s.unix_path)
+        assert stat.S_IMODE(os.stat(s.unix_path).st_mode) == 0o700
+        assert s.unix_url == f"unix://{s.unix_path}"
+        ru = s.client(unix=True, decode_responses=True)
+        ru.set("via", "unix")
+        r3 = s.client(protocol=3, decode_responses=True)
+        assert r3.get("via") == "unix"
+        # RESP3 hello: the server says which protocol it speaks now
+        conn = r3.connection_pool.get_connection()
+        assert getattr(conn, "protocol", 3) in (3, "3")
+        r3.connection_pool.release(conn)
+        ru.close()
+        r3.close()
+
+
+def test_unix_only_server():
+    with Server(port=0, unix_socket=True) as s:
+        assert s.ping()
+        s.flush()
+        r = s.client(unix=True)
+        assert r.ping() is True
+        r.close()
+
+
+def test_client_without_unix_socket_is_an_error():
+    with Server() as s, pytest.raises(ValueError):
+        s.client(unix=True)
+
+
+def test_config_is_passed_and_flush():
+    with Server(config={"databases": 4, "requirepass": "sekret"}) as s:
+        r = s.client()  # picks up requirepass
+        r.set("a", 1)
+        r2 = s.client(db=3)
+        r2.set("b", 2)
+        s.flush()
+        assert r.dbsize() == 0 and r2.dbsize() == 0
+        with pytest.raises(redis.ResponseError):
+            r.select(4)
+        anonymous = redis.Redis(port=s.port)
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.get("a")
+        for c in (r, r2, anonymous):
+            c.close()
+
+
+def test_config_args_formatting():
+    assert config_args({"save": "", "appendonly": True, "bind": ["a", "b"],
+                        "proto_max_bulk_len": "1mb"}) == [
+        "--save", "", "--appendonly", "yes", "--bind", "a", "b",
+        "--proto-max-bulk-len", "1mb"]
+
+
+def test_bad_config_raises_with_log():
+    with pytest.raises(ServerError) as info:
+        Server(config={"no-such-option": "1"}, start_timeout=10).start()
+    assert "Bad directive" in str(info.value)
+
+
+def test_port_in_use_raises_with_log():
+    with Server() as first:
+        with pytest.raises(ServerError) as info:
+            Server(port=first.port, start_timeout=10).start()
+        assert "exited" in str(info.value)
+        assert first.ping()
+
+
+def test_log_capture():
+    with Server(loglevel="verbose") as s:
+        mark = s.log_size()
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        sock.sendall(b"*1\r\n$abc\r\n")  # protocol error: logged at verbose level
+        assert sock.recv(100).startswith(b"-ERR Protocol error")
+        sock.close()
+        assert "Protocol error" in s.log(since=mark)
+        assert "Protocol error" not in s.log()[:mark]
+
+
+def test_stop_kills_a_server_that_ignores_sigterm():
+    with Server() as s:
+        # a stopped (SIGSTOP) process cannot handle SIGTERM: stop() must fall back to SIGKILL
+        os.kill(s.pid, 19)
+        assert s.stop(timeout=0.5) == -9
+        assert not s.running
+
+
+def test_stop_is_idempotent_and_survives_a_crash():
+    s = Server().start()
+    assert s.kill() == -9
+    assert not s.running
+    assert s.stop() == -9
+    assert s.stop() == -9
+
+
+def test_restart_keeps_port_and_dir():
+    with Server(unix_socket=True) as s:
+        port, path, pid = s.port, s.unix_path, s.pid
+        s.restart()
+        assert s.pid != pid and s.port == port and s.unix_path == path
+        assert s.ping() and os.path.exists(path)
+
+
+def test_free_port_is_bindable():
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_leftover_server_is_stopped_at_interpreter_exit(tmp_path):
+    # a script that starts a server and "forgets" it: atexit must stop it
+    script = tmp_path / "forget.py"
+    script.write_text(textwrap.dedent("""
+        from pykv.testing import Server
+        s = Server().start()
+        print(s.pid, flush=True)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60, check=True)
+    pid = int(out.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+# -- the pytest plugin ----------------------------------------------------------------------
+
+PLUGIN_TESTS = """
+import pytest
+
+def test_one(pykv_client):
+    assert pykv_client.dbsize() == 0
+    pykv_client.set("left", "behind")
+
+def test_two_sees_a_flushed_server(pykv_client, pykv_server):
+    assert pykv_client.dbsize() == 0
+    assert pykv_server.port > 0
+
+def test_config_option(pykv_client):
+    import redis
+    pykv_client.execute_command("SELECT", 2)
+    with pytest.raises(redis.ResponseError):
+        pykv_client.execute_command("SELECT", 3)
+
+def test_factory(pykv_server_factory, pykv_server):
+    other = pykv_server_factory(config={"databases": 2})
+    assert other.port != pykv_server.port
+    r = other.client()
+    r.select(1)
+    r.close()
+
+def test_failure_shows_server_log(pykv_client):
+    import socket
+    from pykv.testing import Server
+    s = socket.create_connection(("127.0.0.1", pykv_client.connection_pool.connection_kwargs["port"]))
+    s.sendall(b"*1\\r\\n$zz\\r\\n")
+    s.recv(100)
+    s.close()
+    assert False, "deliberate"
+"""
+
+
+def test_pytest_plugin(pytester):
+    pytester.makepyfile(test_plugin_use=PLUGIN_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--pykv-config", "databases=3",
+        "-o", "pykv_config=loglevel verbose", "-q")
+    result.assert_outcomes(passed=4, failed=1)
+    text = result.stdout.str()
+    assert "pykv server log" in text
+    assert "Protocol error" in text
