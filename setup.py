@@ -7,6 +7,7 @@ extensions = [
     Extension("pykv.protocol._writer", ["pykv/protocol/_writer.pyx"]),
     Extension("pykv.storage.rdb._codec", ["pykv/storage/rdb/_codec.pyx"]),
     Extension("pykv.storage._numeric", ["pykv/storage/_numeric.pyx"]),
+    Extension("pykv.storage._hll", ["pykv/storage/_hll.pyx"]),
 ]
 
 setup(

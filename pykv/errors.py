@@ -22,6 +22,9 @@ SAME_OBJECT = ErrorReply(b"ERR source and destination objects are the same")
 STRING_TOO_LONG = ErrorReply(b"ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 OFFSET_OUT_OF_RANGE = ErrorReply(b"ERR offset is out of range")
 NOT_POSITIVE_COUNT = ErrorReply(b"ERR value is out of range, must be positive")
+# getIntFromObjectOrReply: an integer that does not fit a C int
+INT_OUT_OF_RANGE = ErrorReply(
+    b"ERR value is out of range, value must between -2147483648 and 2147483647")
 INVALID_EXPIRE_SET = "ERR invalid expire time in '%s' command"
 NX_XX_GT_LT = ErrorReply(
     b"ERR NX and XX, GT or LT options at the same time are not compatible")
@@ -72,3 +75,37 @@ NOT_IN_MULTI = ErrorReply(b"ERR Command not allowed inside a transaction")
 
 def invalid_expire(cmd_name: str) -> ErrorReply:
     return ErrorReply((INVALID_EXPIRE_SET % cmd_name).encode())
+
+
+# -- CONFIG ------------------------------------------------------------------------------------
+NO_CONFIG_FILE = ErrorReply(b"ERR The server is running without a config file")
+
+
+def config_unknown_option(name: str) -> ErrorReply:
+    return ErrorReply(b"ERR Unknown option or number of arguments for CONFIG SET - '"
+                      + name.encode("utf-8", "surrogateescape") + b"'")
+
+
+def config_set_failed(name: str, reason: str) -> ErrorReply:
+    return ErrorReply(b"ERR CONFIG SET failed (possibly related to argument '"
+                      + name.encode("utf-8", "surrogateescape") + b"') - "
+                      + reason.encode("utf-8", "surrogateescape"))
+
+
+def config_rewrite_failed(reason: str) -> ErrorReply:
+    return ErrorReply(b"ERR Rewriting config file: " + reason.encode())
+
+PROTECTED_MODE_DENIED = ErrorReply(
+    b"DENIED Redis is running in protected mode because protected mode is enabled and no "
+    b"password is set for the default user. In this mode connections are only accepted from "
+    b"the loopback interface. If you want to connect from external computers to Redis you may "
+    b"adopt one of the following solutions: 1) Just disable protected mode sending the command "
+    b"'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from "
+    b"the same host the server is running, however MAKE SURE Redis is not publicly accessible "
+    b"from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) "
+    b"Alternatively you can just disable the protected mode by editing the Redis configuration "
+    b"file, and setting the protected mode option to 'no', and then restarting the server. 3) "
+    b"If you started the server manually just for testing, restart it with the "
+    b"'--protected-mode no' option. 4) Setup a an authentication password for the default "
+    b"user. NOTE: You only need to do one of the above things in order for the server to "
+    b"start accepting connections from the outside.")

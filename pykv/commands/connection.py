@@ -1,4 +1,10 @@
-"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET."""
+"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET.
+
+These change only the calling connection's state (protocol, database, authentication,
+name). RESET puts a connection back as it was when it connected; families that keep
+per-client state elsewhere (transactions, pub/sub, tracking) drop it through
+``server.client_reset_hooks``.
+"""
 from __future__ import annotations
 
 from pykv import errors
@@ -29,7 +35,7 @@ def quit_(c, argv):
 
 @command("select")
 def select(c, argv):
-    index = parse_int(argv[1], errors.INVALID_DB_INDEX)
+    index = parse_int(argv[1])
     if not 0 <= index < len(c.server.dbs):
         return errors.DB_INDEX_OUT_OF_RANGE
     c.select(index)
@@ -37,6 +43,9 @@ def select(c, argv):
 
 
 def _check_password(c, username: bytes, password: bytes) -> ErrorReply | None:
+    acl = getattr(c.server, "acl", None)
+    if acl is not None and hasattr(acl, "check_password"):
+        return acl.check_password(c, username, password)
     requirepass = c.server.config.requirepass
     if username != b"default":
         return errors.WRONGPASS
@@ -124,3 +133,36 @@ def hello(c, argv):
 
 
 RESET = SimpleString(b"RESET")
+
+
+@command("reset")
+def reset(c, argv):
+    """Redis's clearClientConnectionState, then ``+RESET``."""
+    from pykv.server.client import REPLY_ON
+
+    server = c.server
+    if c.monitor:
+        c.monitor = False
+        if c in server.monitors:
+            server.monitors.remove(c)
+    if getattr(server, "watches", None) is not None:
+        from pykv.server.watch import discard_transaction
+
+        discard_transaction(c)
+    if getattr(server, "pubsub", None) is not None:
+        server.pubsub.forget_client(c)  # silently, as Redis does on RESET
+    for hook in getattr(server, "client_reset_hooks", ()):
+        hook(c)  # tracking and other per-client state
+    c.multi = None
+    c.multi_dirty = False
+    c.watch_dirty = False
+    c.tracking = None
+    c.set_authenticated(not server.config.requirepass)
+    c.user = "default"
+    c.select(0)
+    c.resp = 2
+    c.name = b""
+    c.reply_mode = REPLY_ON
+    c.no_evict = False
+    c.no_touch = False
+    return RESET

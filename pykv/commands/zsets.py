@@ -3,7 +3,7 @@
 The value type and its range arithmetic live in ``pykv.storage.zset_type``; this module
 parses arguments in Redis's order (so the same bad input earns the same error), applies the
 change, and calls the hooks (dirty counter, keyspace events) where Redis does. Blocking pops
-(BZPOPMIN/BZPOPMAX/BZMPOP) live in ``pykv.commands.zsets_blocking``.
+(BZPOPMIN/BZPOPMAX/BZMPOP) park through ``pykv.server.blocking``.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, parse_int, to_float, to_int
 from pykv.commands.registry import TABLE, command
 from pykv.protocol import NULL_ARRAY, ErrorReply, format_double
+from pykv.server.blocking import block_for_keys, parse_timeout
 from pykv.server.notify import notify
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.zset_type import ZSet, parse_lex_range, parse_score_range
@@ -549,10 +550,8 @@ def _zpop(c: Any, argv: list[bytes], pop_max: bool) -> Any:
     count = -1
     if len(argv) == 3:
         count = _range_long(argv[2], 0, LONG_MAX, errors.NOT_POSITIVE_COUNT)
-    if count == 0:
-        return []
     found = first_nonempty_zset(c, [argv[1]])
-    if found is None:
+    if found is None or count == 0:
         return []
     items = pop_items(c, found[0], found[1], 1 if count == -1 else count, pop_max)
     if c.resp > 2 and count != -1:
@@ -623,7 +622,7 @@ def _random_items(z: ZSet, count: int) -> list:
     if count < 0:
         return [sl[random.randrange(n)] for _ in range(-count)]
     if count >= n:
-        return list(sl)
+        return list(reversed(sl))  # Redis answers the whole set highest first
     picks = random.sample(range(n), count)
     return [sl[i] for i in picks]
 
@@ -637,7 +636,7 @@ def _source_pairs(value: Any) -> dict[bytes, float]:
     """member -> score of a zset, or member -> 1.0 of a plain set."""
     if type(value) is ZSet:
         return value.scores
-    return dict.fromkeys(value, 1.0)
+    return dict.fromkeys(value.s, 1.0)
 
 
 @command("zunion")
@@ -866,3 +865,55 @@ for _name in ("zunionstore", "zinterstore", "zdiffstore"):
     _cmd = TABLE.lookup_path(_name)
     if _cmd is not None:
         _cmd.get_keys = _numkeys_keys(2, True)
+
+
+# -- blocking pops ------------------------------------------------------------------------
+def _serve_zpop(pop_max: bool, count: int | None):
+    """Finish a parked BZPOPMIN/BZPOPMAX (count None) or BZMPOP when a zset appears."""
+
+    def serve(c: Any, key: bytes, value: Any) -> bool:
+        if type(value) is not ZSet or not value.scores:
+            return False
+        c.add_reply(_zpop_reply(c, key, value, pop_max, count))
+        return True
+
+    return serve
+
+
+def _zpop_reply(c: Any, key: bytes, z: ZSet, pop_max: bool, count: int | None) -> list:
+    if count is None:
+        score, member = pop_items(c, key, z, 1, pop_max)[0]
+        return [key, member, score]
+    return mpop_reply(key, pop_items(c, key, z, count, pop_max))
+
+
+def _blocking_zpop(c: Any, keys: list[bytes], pop_max: bool, timeout_arg: bytes,
+                   count: int | None) -> Any:
+    deadline = parse_timeout(timeout_arg)
+    found = first_nonempty_zset(c, keys)
+    if found is not None:
+        return _zpop_reply(c, found[0], found[1], pop_max, count)
+    if c.deny_blocking:
+        return NULL_ARRAY
+    return block_for_keys(c, keys, deadline, _serve_zpop(pop_max, count))
+
+
+@command("bzpopmin")
+def bzpopmin(c, argv):
+    return _blocking_zpop(c, argv[1:-1], False, argv[-1], None)
+
+
+@command("bzpopmax")
+def bzpopmax(c, argv):
+    return _blocking_zpop(c, argv[1:-1], True, argv[-1], None)
+
+
+@command("bzmpop")
+def bzmpop(c, argv):
+    keys, pop_max, count = parse_mpop(argv, 2)
+    return _blocking_zpop(c, keys, pop_max, argv[1], count)
+
+
+_cmd = TABLE.lookup_path("bzmpop")
+if _cmd is not None:
+    _cmd.get_keys = _numkeys_keys(2, False)

@@ -11,10 +11,12 @@ pairs or none). Parts of the server that must react to a change register
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pykv import errors
 from pykv.config.table import (
     BOOL,
     BY_NAME,
@@ -27,7 +29,10 @@ from pykv.config.table import (
     ConfigEntry,
 )
 from pykv.config.values import ConfigError, codec_for, parse_memory
+from pykv.protocol.types import ErrorReply
 from pykv.util.glob import stringmatch
+
+log = logging.getLogger("pykv")
 
 __all__ = [
     "BOOL", "BY_NAME", "ENTRIES", "ENUM", "INT", "MEMORY", "MULTI", "STRING", "Config",
@@ -37,7 +42,11 @@ __all__ = [
 
 
 class ConfigSetError(Exception):
-    """CONFIG SET refused; ``str()`` is the reply text without the ``ERR `` prefix."""
+    """CONFIG SET refused; ``reply`` is the error to send."""
+
+    def __init__(self, reply: ErrorReply) -> None:
+        super().__init__(reply.data.decode("utf-8", "surrogateescape"))
+        self.reply = reply
 
 
 def parse_value(entry: ConfigEntry, args: list[str], current: Any = None) -> Any:
@@ -134,25 +143,24 @@ class Config:
         for name, _ in pairs:  # the first problem found is the one reported
             entry = BY_NAME.get(name.lower())
             if entry is None:
-                raise ConfigSetError(
-                    f"Unknown option or number of arguments for CONFIG SET - '{name}'")
+                raise ConfigSetError(errors.config_unknown_option(name))
             if entry.immutable:
-                raise ConfigSetError(_set_failed(name, "can't set immutable config"))
+                raise ConfigSetError(errors.config_set_failed(name, "can't set immutable config"))
             if "protected" in entry.flags and not allow_protected:
-                raise ConfigSetError(_set_failed(name, "can't set protected config"))
+                raise ConfigSetError(errors.config_set_failed(name, "can't set protected config"))
             if any(e is entry for e in entries):
-                raise ConfigSetError(_set_failed(name, "duplicate parameter"))
+                raise ConfigSetError(errors.config_set_failed(name, "duplicate parameter"))
             entries.append(entry)
         old = [getattr(self, e.attr) for e in entries]
         new = []
-        for entry, (_, text) in zip(entries, pairs):
+        for entry, (_, text) in zip(entries, pairs, strict=True):
             try:
                 new.append(parse_value(entry, split_set_value(entry, text),
                                        getattr(self, entry.attr)))
             except ConfigError as exc:
-                raise ConfigSetError(_set_failed(entry.name, str(exc))) from None
+                raise ConfigSetError(errors.config_set_failed(entry.name, str(exc))) from None
         changed = []
-        for entry, before, after in zip(entries, old, new):
+        for entry, before, after in zip(entries, old, new, strict=True):
             setattr(self, entry.attr, after)
             if after != before:
                 changed.append(entry)
@@ -160,14 +168,16 @@ class Config:
             try:
                 self._run_hooks(entry, getattr(self, entry.attr))
             except ConfigError as exc:
-                for e, before in zip(entries, old):
+                log.warning("Failed applying new configuration. Possibly related to new %s "
+                            "setting. Restoring previous settings.", entry.name)
+                for e, before in zip(entries, old, strict=True):
                     setattr(self, e.attr, before)
                 for done in changed[:i + 1]:
                     try:
                         self._run_hooks(done, getattr(self, done.attr))
                     except ConfigError:
                         pass  # as Redis: the old value could not be re-applied either
-                raise ConfigSetError(_set_failed(entry.name, str(exc))) from None
+                raise ConfigSetError(errors.config_set_failed(entry.name, str(exc))) from None
 
     def on_change(self, name: str, hook: Callable[[Any], None]) -> None:
         """Call ``hook(new_value)`` after ``name`` changes; it may raise ConfigError."""
@@ -181,10 +191,6 @@ class Config:
     def changed_entries(self) -> list[ConfigEntry]:
         """Entries whose value differs from the default (for logs and tests)."""
         return [e for e in ENTRIES if getattr(self, e.attr) != e.default and e.name != "dir"]
-
-
-def _set_failed(name: str, reason: str) -> str:
-    return f"CONFIG SET failed (possibly related to argument '{name}') - {reason}"
 
 
 def _copy(value: Any) -> Any:

@@ -30,6 +30,7 @@ class ConfigEntry:
     """One setting. ``type`` names a codec in ``pykv.config.values``.
 
     ``flags`` (strings): ``compat`` accepted and stored only, pykv does not act on it;
+    ``extension`` a pykv setting that Redis 7.0 does not have;
     ``hidden`` left out of CONFIG GET patterns (exact names only); ``protected`` refused by
     CONFIG SET unless ``enable-protected-configs``; ``octal``/``percent``/``unsigned`` number
     forms; ``nullable`` a string Redis stores as NULL when empty (CONFIG REWRITE drops it).
@@ -76,6 +77,7 @@ def _f(*flags: str) -> frozenset[str]:
 
 
 COMPAT = _f("compat")
+EXTENSION = _f("extension")  # a pykv setting Redis 7.0 does not have
 
 
 def _basename_only(name: str, what: str) -> Callable[[str], str]:
@@ -153,6 +155,14 @@ ENTRIES: list[ConfigEntry] = [
     _e("unixsocketperm", INT, 0, min=0, max=0o777, immutable=True,
        flags=frozenset({"octal", "unsigned"})),
     _e("tcp-backlog", INT, 511, min=0, max=INT_MAX, immutable=True),
+    # RDMA (Valkey 8.1+ names; pykv.net.rdma): rdma-port 0 = off, settable at runtime
+    _e("rdma-port", INT, 0, min=0, max=65535, flags=EXTENSION),
+    _e("rdma-bind", MULTI, [], max_args=16, too_many_args="Too many bind addresses specified.",
+       flags=EXTENSION),
+    _e("rdma-rx-size", INT, 1024 * 1024, min=64 * 1024, max=16 * 1024 * 1024, immutable=True,
+       flags=EXTENSION),
+    _e("rdma-completion-vector", INT, -1, min=-1, max=1024, immutable=True,
+       flags=EXTENSION),
     _e("protected-mode", BOOL, True),
     _e("timeout", INT, 0, min=0, max=INT_MAX),
     _e("tcp-keepalive", INT, 300, min=0, max=INT_MAX),
@@ -163,7 +173,7 @@ ENTRIES: list[ConfigEntry] = [
     _e("client-query-buffer-limit", MEMORY, 1024 * 1024 * 1024, min=1024 * 1024,
        max=LLONG_MAX),
     _e("hz", INT, 10, min=0, max=INT_MAX, clamp=(1, 500)),
-    _e("dynamic-hz", BOOL, True),
+    _e("dynamic-hz", BOOL, True, flags=COMPAT),  # pykv keeps hz fixed
     # logging and files
     _e("loglevel", ENUM, "notice", choices=("debug", "verbose", "notice", "warning")),
     _e("logfile", STRING, "", immutable=True),

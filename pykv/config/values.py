@@ -273,7 +273,7 @@ def _parse_save(entry: ConfigEntry, args: list[str], current: Any) -> list[tuple
         if value is None or value < (1 if i % 2 == 0 else 0):
             raise ConfigError("Invalid save parameters")
         numbers.append(value)
-    return list(zip(numbers[::2], numbers[1::2]))
+    return list(zip(numbers[::2], numbers[1::2], strict=True))
 
 
 def _strtol_prefix(text: str) -> int | None:

@@ -13,6 +13,10 @@ from pykv.net.unix import UnixConnectionType
 
 register_connection_type(TcpConnectionType())
 register_connection_type(UnixConnectionType())
+# rdma imports only the standard library here; pyverbs loads when a listener selects it
+from pykv.net.rdma import RdmaConnectionType  # noqa: E402
+
+register_connection_type(RdmaConnectionType())
 
 __all__ = [
     "Connection", "ConnectionType", "Listener", "ListenerSpec", "connection_types",

@@ -92,6 +92,7 @@ class Session:
         self.writes_posted = 0
         self.bytes_sent = 0
         self.bytes_received = 0
+        self.ctrl_received: dict[int, int] = {}   # opcode -> count
 
     # -- events from the driver ---------------------------------------------------------
     def on_established(self, now: float = 0.0) -> None:
@@ -109,6 +110,7 @@ class Session:
             msg = m.decode(data)
         except m.MessageError as exc:
             raise ProtocolViolation(f"RDMA: FATAL error, {exc}") from None
+        self.ctrl_received[msg.opcode] = self.ctrl_received.get(msg.opcode, 0) + 1
         if isinstance(msg, m.RegisterXferMemory):
             if msg.length == 0:
                 raise ProtocolViolation("RDMA: peer announced an empty window")
@@ -226,13 +228,18 @@ class Session:
         self.announced = True
 
     def _send_ctrl(self, msg: bytes) -> int:
+        slot = self._send_ctrl_slot()
+        self.actions.append(PostSend(slot, msg))
+        return slot
+
+    def _send_ctrl_slot(self) -> int:
+        """Reserve a control slot and an SQ entry for one signaled SEND."""
         if not self._free_slots:
             raise ProtocolViolation("RDMA: no empty command buffers (peer stopped receiving)")
         if self.posted - self.released >= self.sq_depth:
             raise ProtocolViolation("RDMA: send queue full (peer stopped acknowledging)")
         slot = self._free_slots.pop()
         self._post(slot)
-        self.actions.append(PostSend(slot, msg))
         return slot
 
     def _post(self, signaled_wr_id: int | None) -> None:

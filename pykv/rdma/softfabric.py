@@ -23,6 +23,10 @@ polled; CQ overrun; errors move the QP to ERR and flush everything posted; a pee
 vanished without a DISCONNECT produces RETRY_EXC_ERR on the next request; CQ events and CM
 events must be acked exactly before destruction. MRs are poisoned (0xA5) at registration
 so reading beyond what was written shows up.
+
+Known difference from hardware: a process's NIC runs only while that process services its
+fds, so a peer that stops polling also stops acknowledging (an HCA would keep ACKing until
+its receive queue ran dry). The server copes either way (it never piles up keepalives).
 """
 from __future__ import annotations
 
@@ -173,6 +177,9 @@ class SoftQP(v.QueuePair):
         self.peer_gone = False                 # wire EOF: the peer vanished
         self.peer_disconnected = False
         self.inbuf = bytearray()
+        self.outq = bytearray()
+        self.in_pump = False      # completions made while pumping are reported by the caller
+        self.fd_signaled = False  # the eventfd holds an unread notification
         self.stalled = False
         self.cm_sink = cm_sink
         self.client_events: deque[int] = deque()
@@ -233,21 +240,46 @@ class SoftQP(v.QueuePair):
         if self.peer_gone:
             self._error(v.WC_RETRY_EXC_ERR)
             return
-        hdr = _HDR.pack(ptype, 0, wr.psn, rkey, imm, raddr, length)
+        # flag bit 0 = AckReq: the responder acknowledges at once (coalesced otherwise)
+        hdr = _HDR.pack(ptype, 1 if signaled else 0, wr.psn, rkey, imm, raddr, length)
         self._send(hdr, mr.view[offset:offset + length])
 
     def _send(self, hdr: bytes, payload: memoryview | bytes = b"") -> None:
+        """Put a packet on the wire without ever blocking: what the socket does not take
+        now waits in ``outq`` and goes out when the wire is writable (``pump_write``)."""
+        if self.peer_gone or self.closed:
+            return
+        if self.outq:
+            self.outq += hdr
+            self.outq += payload
+            return
         try:
-            self.sock.setblocking(True)
-            if payload:
-                self.sock.sendmsg([hdr, payload])
-            else:
-                self.sock.sendall(hdr)
+            n = self.sock.sendmsg([hdr, payload]) if payload else self.sock.send(hdr)
+        except (BlockingIOError, InterruptedError):
+            n = 0
         except OSError:
             self._peer_vanished()
-        finally:
-            if not self.closed:
-                self.sock.setblocking(False)
+            return
+        if n < len(hdr):
+            self.outq += hdr[n:]
+            self.outq += payload
+        elif n < len(hdr) + len(payload):
+            self.outq += payload[n - len(hdr):]
+
+    def write_fds(self) -> list[int]:
+        return [self.wire_fd] if self.outq and not self.peer_gone and not self.closed else []
+
+    def pump_write(self, fd: int) -> None:
+        if not self.outq or self.peer_gone or self.closed:
+            return
+        try:
+            n = self.sock.send(self.outq)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._peer_vanished()
+            return
+        del self.outq[:n]
 
     # -- completion channel and CQ -----------------------------------------------------------
     def _release(self, signaled: bool) -> int:
@@ -267,7 +299,9 @@ class SoftQP(v.QueuePair):
         if self.armed:
             self.armed = False
             self.events_pending += 1
-            os.eventfd_write(self.comp_fd, 1)
+            if not self.in_pump and not self.fd_signaled:
+                self.fd_signaled = True
+                os.eventfd_write(self.comp_fd, 1)
 
     def req_notify(self) -> None:
         self.armed = True
@@ -279,7 +313,8 @@ class SoftQP(v.QueuePair):
             return False
         self.events_pending -= 1
         self.events_reported += 1
-        if not self.events_pending:
+        if not self.events_pending and self.fd_signaled:
+            self.fd_signaled = False
             try:
                 os.eventfd_read(self.comp_fd)
             except BlockingIOError:
@@ -316,13 +351,20 @@ class SoftQP(v.QueuePair):
             self._peer_vanished()
             return False
         self.inbuf += data
-        self._process()
+        self.in_pump = True
+        try:
+            self._process()
+        finally:
+            self.in_pump = False
+        if self.outq:
+            self.pump_write(fd)
         return not self.peer_gone
 
     def _process(self) -> None:
         buf = self.inbuf
         pos = 0
         last_psn = 0
+        ack_req = False
         self.stalled = False
         try:
             while len(buf) - pos >= HDR:
@@ -339,6 +381,7 @@ class SoftQP(v.QueuePair):
                             self.stalled = True
                             break
                         last_psn = psn
+                        ack_req = ack_req or bool(status & 1)
                     else:
                         self._control(ptype, status, psn, payload)
                 finally:
@@ -347,7 +390,7 @@ class SoftQP(v.QueuePair):
         finally:
             if pos:
                 del buf[:pos]
-            if last_psn and not self.peer_gone:
+            if ack_req and not self.peer_gone:
                 self._send(_HDR.pack(P_ACK, 0, last_psn, 0, 0, 0, 0))
 
     def _respond(self, ptype: int, psn: int, rkey: int, imm: int, raddr: int,
@@ -461,6 +504,12 @@ class SoftQP(v.QueuePair):
     def close(self) -> None:
         if self.closed:
             return
+        if self.outq and not self.peer_gone:
+            try:  # last words (e.g. the DISCONNECT) get a bounded chance to leave
+                self.sock.settimeout(1.0)
+                self.sock.sendall(self.outq)
+            except OSError:
+                pass
         self.state = QPS_ERR
         self.closed = True
         self.sq.clear()
@@ -540,14 +589,24 @@ class SoftListener(v.CmListener):
         self.events: deque[v.CmEvent] = deque()
         self.unacked = 0
         self.children: set[SoftQP] = set()
+        self.stopped = False
         # rnr_retry of our accept (the connecting QP's RNR retries); 7 = forever
         self.accept_rnr_retry = int(os.environ.get("PYKV_SOFTRDMA_ACCEPT_RNR_RETRY", "7"))
 
     def fds(self) -> list[int]:
-        return [self.sock.fileno(), self.chan_fd]
+        return [self.chan_fd] if self.stopped else [self.sock.fileno(), self.chan_fd]
+
+    def stop_listening(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.sock.close()
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
 
     def pump(self, fd: int) -> None:
-        if fd != self.sock.fileno():
+        if self.stopped or fd != self.sock.fileno():
             return
         for _ in range(64):
             try:
@@ -593,12 +652,8 @@ class SoftListener(v.CmListener):
 
     def close(self) -> None:
         try:
-            self.sock.close()
+            self.stop_listening()
             os.close(self.chan_fd)
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
         finally:
             pending = [e for e in self.events if e.ack is not None]
             self.events.clear()

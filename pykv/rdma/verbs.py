@@ -69,7 +69,7 @@ class VerbsError(OSError):
     """A verbs/CM call failed (errno set when the library gave one)."""
 
 
-class SetupError(RuntimeError):
+class SetupError(OSError):
     """A listener or client cannot start; ``str`` is the one-line advice for the operator."""
 
 
@@ -107,8 +107,19 @@ class QueuePair(ABC):
         return []
 
     def pump(self, fd: int) -> bool:
-        """Do the fabric work ``fd`` signalled; False when ``fd`` must not be watched again."""
+        """Do the fabric work ``fd`` signalled; False when ``fd`` must not be watched again.
+
+        Completions produced while pumping are not signalled on ``comp_fd``: the caller runs
+        its CQ handler right after (``get_cq_event`` still reports them)."""
         return True
+
+    def write_fds(self) -> list[int]:
+        """Fabric fds that currently need writability (output queued in the fabric)."""
+        return []
+
+    def pump_write(self, fd: int) -> None:
+        """``fd`` became writable."""
+        return None
 
     @abstractmethod
     def reg_mr(self, length: int, remote_write: bool) -> MemoryRegion: ...
@@ -195,12 +206,20 @@ class CmListener(ABC):
     def get_event(self) -> CmEvent | None:
         """The next CM event, or None (EAGAIN)."""
 
+    def stop_listening(self) -> None:
+        """Accept no new connections; accepted ones keep reporting on the channel."""
+        return None
+
     @abstractmethod
     def close(self) -> None: ...
 
 
 class Backend(ABC):
     name: str = "?"
+
+    def default_binds(self) -> list[str]:
+        """Addresses to listen on when none are configured (Valkey: every address)."""
+        return ["127.0.0.1"]
 
     @abstractmethod
     def listen(self, ip: str, port: int, backlog: int) -> CmListener: ...

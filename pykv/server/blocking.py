@@ -40,6 +40,7 @@ dispatcher calls ``handle_ready_keys`` when ``server.ready_keys`` is non-empty.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -76,7 +77,7 @@ def parse_timeout(arg: bytes) -> int:
     if ms != ms or ms >= 9.223372036854775807e18 or ms <= -9.223372036854775808e18:
         # a C cast of an out-of-range long double gives LLONG_MIN on x86-64
         raise TIMEOUT_NEGATIVE
-    tval = int(ms)  # truncation, like the C cast
+    tval = math.ceil(ms)  # Redis rounds up to whole milliseconds (ceill)
     if tval < 0:
         raise TIMEOUT_NEGATIVE
     if tval > 0:
@@ -114,6 +115,7 @@ class Blocking:
         self.timeout_count = 0  # of which have a timeout (INFO clients_in_timeout_table)
         self._handling = False
         self._unblocked: list[Client] = []
+        self._drain_scheduled = False
         for db in server.dbs:
             db.on_key_ready = self.signal_key_as_ready
         server.client_close_hooks.append(self._on_client_close)
@@ -176,7 +178,6 @@ class Blocking:
         client.add_reply(state.timeout_reply)
         self._detach(state)
         self._resume(client)
-        self._drain_unblocked()
 
     def unblock_client(self, client: Client, error: bool = False) -> bool:
         """CLIENT UNBLOCK: answer as a timeout (or with the UNBLOCKED error); False if the
@@ -191,16 +192,22 @@ class Blocking:
             client.add_reply(state.timeout_reply)
         self._detach(state)
         self._resume(client)
-        loop = self.server.loop
-        if loop is not None and not self._handling:
-            loop.call_soon(self._drain_unblocked)
         return True
 
     def _resume(self, client: Client) -> None:
-        """An unblocked client's pending input runs after the current work is done."""
+        """An unblocked client's pending input runs once the current work is done (Redis
+        does it before the event loop sleeps again): its reply goes out now."""
+        client.flush()
         self._unblocked.append(client)
+        if not self._drain_scheduled:
+            loop = self.server.loop
+            if loop is None:
+                return
+            self._drain_scheduled = True
+            loop.call_soon(self._drain_unblocked)
 
     def _drain_unblocked(self) -> None:
+        self._drain_scheduled = False
         while self._unblocked:
             pending, self._unblocked = self._unblocked, []
             for client in pending:
@@ -242,7 +249,6 @@ class Blocking:
                     self._serve_key(db, key)
         finally:
             self._handling = False
-        self._drain_unblocked()
 
     def _serve_key(self, db: Database, key: bytes) -> None:
         queue = db.blocking_keys.get(key)
@@ -259,7 +265,6 @@ class Blocking:
             if state.serve(client, key, value):
                 self._detach(state)
                 self._resume(client)
-                client.flush()
 
 
 def block_for_keys(client: Client, keys: list[bytes], deadline_ms: int, serve: Serve,

@@ -178,6 +178,8 @@ class Client:
             server.postpone(self, argv)
             return
         self.call(cmd, argv)
+        if server.ready_keys:  # keys that blocked clients wait on were written
+            server.blocking.handle_ready_keys()
 
     def reject(self, err: ErrorReply, cmd: Command | None = None) -> None:
         """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""

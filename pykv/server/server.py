@@ -20,8 +20,10 @@ from pykv import __version__ as pykv_version
 from pykv.commands import load_all_commands
 from pykv.commands.registry import TABLE, Command, CommandTable
 from pykv.config import Config
+from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
+from pykv.server.blocking import Blocking
 from pykv.server.client import Client
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
@@ -80,8 +82,16 @@ class Server:
         # slow log
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
-        self.slowlog_threshold_ns = self._slowlog_threshold(self.config.slowlog_log_slower_than)
+        # latency monitor (LATENCY): calls slower than either threshold reach slowlog_push
+        from pykv.commands.latency import LatencyMonitor
+
+        self.latency = LatencyMonitor()
+        self._on_slowlog_threshold(None)
         self.config.on_change("slowlog-log-slower-than", self._on_slowlog_threshold)
+        self.config.on_change("latency-monitor-threshold", self._on_slowlog_threshold)
+        # RESET: families holding per-client state (tracking, ...) drop it here
+        self.client_reset_hooks: list[Callable[[Client], None]] = []
+        self._pause_timer: asyncio.TimerHandle | None = None
         # statistics (INFO stats)
         self.stat_numcommands = 0
         self.stat_numconnections = 0
@@ -100,18 +110,37 @@ class Server:
         self.active_expire_enabled = True
         # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
         self.keyspace_notifier: Callable[[str, bytes, bytes, int], None] | None = None
+        # blocked clients (BLPOP & co.); the dispatcher serves ``ready_keys`` after each
+        # command (see pykv.server.blocking)
+        self.blocking = Blocking(self)
+        self.ready_keys = self.blocking.ready
+        # how the running server follows CONFIG SET (listeners, limits, idle timeout, ...)
+        self.config_effects = config_runtime.install(self)
+        from pykv.net.rdma import install_config_hooks  # rdma-port/rdma-bind at runtime
+
+        install_config_hooks(self)
+        # WATCH (keyspace hooks) and pub/sub + keyspace-event delivery
+        from pykv.server import pubsub, watch
+
+        self.watches = watch.install(self)
+        self.pubsub = pubsub.install(self)
+        # INFO: instantaneous metrics sampled from the cron
+        from pykv.commands import info
+
+        self.info_sampler = info.install(self)
 
     # -- lifecycle -------------------------------------------------------------------------
     def listener_specs(self) -> list[ListenerSpec]:
         """Listeners from ``port``/``bind``/``unixsocket`` plus every ``--listener``."""
         cfg = self.config
         specs = []
-        if cfg.port:
-            specs.append(ListenerSpec("tcp", binds=list(cfg.bind) or ["127.0.0.1"],
-                                      port=cfg.port))
+        if cfg.port and cfg.bind:  # as in Redis 7.0, no bind address: no TCP listener
+            specs.append(ListenerSpec("tcp", binds=list(cfg.bind), port=cfg.port))
         if cfg.unixsocket:
             opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
             specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
+        if getattr(cfg, "rdma_port", 0):  # Valkey's rdma-port/rdma-bind (pykv.net.rdma)
+            specs.append(ListenerSpec("rdma", binds=list(cfg.rdma_bind), port=cfg.rdma_port))
         for text in cfg.listeners:
             specs.append(ListenerSpec.parse(text))
         return specs
@@ -208,6 +237,13 @@ class Server:
             client.closing = True
             client.flush()
             return client
+        refusal = self.config_effects.admit(conn)  # tcp-keepalive, protected-mode
+        if refusal is not None:
+            self.stat_rejected_conn += 1
+            client.add_reply(refusal)
+            client.closing = True
+            client.flush()
+            return client
         self.clients[client.id] = client
         if conn.has_pending_data is not Connection.has_pending_data:
             self.pending_transports.add(conn)
@@ -253,11 +289,21 @@ class Server:
     def _slowlog_threshold(usec: int) -> int:
         return (1 << 62) if usec < 0 else usec * 1000
 
-    def _on_slowlog_threshold(self, value: int) -> None:
-        self.slowlog_threshold_ns = self._slowlog_threshold(value)
+    def _on_slowlog_threshold(self, value: object) -> None:
+        """``call`` checks one threshold: the lower of the slow log's and the latency
+        monitor's (``slowlog_push`` then sorts out which of the two wants the sample)."""
+        self.slowlog_log_ns = self._slowlog_threshold(self.config.slowlog_log_slower_than)
+        latency_ms = self.config.latency_monitor_threshold
+        self.slowlog_threshold_ns = min(self.slowlog_log_ns,
+                                        latency_ms * 1_000_000 if latency_ms else 1 << 62)
 
     def slowlog_push(self, client: Client, argv: list[bytes], usec: int) -> None:
-        if self.config.slowlog_max_len <= 0:
+        latency_ms = self.config.latency_monitor_threshold
+        if latency_ms and usec // 1000 >= latency_ms:
+            cmd = client.last_cmd
+            self.latency.add_sample("fast-command" if cmd is not None and cmd.fast
+                                    else "command", usec // 1000)
+        if self.config.slowlog_max_len <= 0 or usec * 1000 < self.slowlog_log_ns:
             return
         # Redis keeps at most 32 arguments and 128 bytes per argument
         args = []
@@ -285,11 +331,65 @@ class Server:
 
     # -- client pause ----------------------------------------------------------------------
     def should_pause(self, client: Client, cmd: Command) -> bool:
+        """Whether CLIENT PAUSE holds this command back (replicas are never paused)."""
+        if getattr(client, "is_replica", False) or getattr(client, "is_master", False):
+            return False
+        if int(time.time() * 1000) >= self.pause_end_ms:
+            return False  # over; the pause timer resumes the held clients
+        if not self.pause_write_only:
+            return True
+        if cmd.is_write or cmd.may_replicate or cmd.fullname == "pfcount":
+            return True  # PFCOUNT may write (cache update): Redis pauses it too
+        if cmd.fullname == "exec" and client.multi:
+            return any(q.is_write or q.may_replicate for q, _ in client.multi)
         return False
 
     def postpone(self, client: Client, argv: list[bytes]) -> None:
         client.paused = True
         self.postponed.append((client, argv))
+
+    def pause_clients(self, timeout_ms: int, write_only: bool) -> None:
+        """CLIENT PAUSE: a later end or a stricter mode (ALL over WRITE) wins."""
+        now = int(time.time() * 1000)
+        end = now + timeout_ms
+        if self.pause_active and now < self.pause_end_ms:
+            end = max(end, self.pause_end_ms)
+            write_only = write_only and self.pause_write_only
+        self.pause_active = True
+        self.pause_end_ms = end
+        self.pause_write_only = write_only
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+        if self.loop is not None:
+            self._pause_timer = self.loop.call_later(max(0, end - now) / 1000,
+                                                     self._pause_expired)
+
+    def _pause_expired(self) -> None:
+        self._pause_timer = None
+        now = int(time.time() * 1000)
+        if now < self.pause_end_ms:
+            self._pause_timer = self.loop.call_later((self.pause_end_ms - now) / 1000,
+                                                     self._pause_expired)
+            return
+        self.unpause_clients()
+
+    def unpause_clients(self) -> None:
+        """End the pause; held commands run in the order they arrived."""
+        self.pause_active = False
+        self.pause_end_ms = 0
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+        held, self.postponed = self.postponed, deque()
+        for client, argv in held:
+            if client.closed:
+                continue
+            client.paused = False
+            self.clock.update()
+            client.execute(argv)
+            if not client.paused:
+                client.process_input()
+            client.flush()
 
     # -- cron ------------------------------------------------------------------------------
     def add_cron(self, hook: Callable[[], None]) -> None:
@@ -333,6 +433,16 @@ class Server:
 
     def now_info_uptime(self) -> int:
         return int(time.monotonic() - self.start_monotonic)
+
+    def unblock_client(self, client: Client, error: bool = False) -> bool:
+        """CLIENT UNBLOCK: release a client blocked on keys (as a timeout, or with the
+        UNBLOCKED error); False if it was not blocked."""
+        return self.blocking.unblock_client(client, error)
+
+    @property
+    def blocked_count(self) -> int:
+        """Clients blocked on keys (INFO clients ``blocked_clients``)."""
+        return self.blocking.count
 
     def db_or_error(self, index: int) -> Database:
         if not 0 <= index < len(self.dbs):

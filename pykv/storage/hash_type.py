@@ -22,13 +22,24 @@ _ENTRY_OVERHEAD = 2 * 33 + 24
 class HashValue(Value):
     """A Redis hash."""
 
-    __slots__ = ("d", "listpack", "_keys")
+    __slots__ = ("d", "listpack", "_keys", "version", "scan_index")
     type_name = b"hash"
 
     def __init__(self, d: dict[bytes, bytes] | None = None, listpack: bool = True) -> None:
         self.d: dict[bytes, bytes] = d if d is not None else {}
         self.listpack = listpack
         self._keys: list[bytes] | None = None  # snapshot for random picks
+        self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
+        self.scan_index: Any = None
+
+    @classmethod
+    def build(cls, pairs: Any, config: Any) -> HashValue:
+        """A hash created whole (RDB load, RESTORE): a listpack if it fits the limits."""
+        d = dict(pairs)
+        limit = config.hash_max_listpack_value
+        listpack = len(d) <= config.hash_max_listpack_entries and all(
+            len(k) <= limit and len(v) <= limit for k, v in d.items())
+        return cls(d, listpack)
 
     def encoding(self, config: Any) -> bytes:
         return b"listpack" if self.listpack else b"hashtable"
@@ -68,6 +79,7 @@ class HashValue(Value):
         added = len(d) - before
         if added:
             self._keys = None
+            self.version += 1
             if self.listpack and len(d) > config.hash_max_listpack_entries:
                 self.listpack = False
         return added
@@ -81,6 +93,7 @@ class HashValue(Value):
         d = self.d
         if field not in d:
             self._keys = None
+            self.version += 1
         d[field] = value
         self.check_size(config)
 

@@ -46,7 +46,7 @@ class Database:
     """One numbered database (``SELECT n``)."""
 
     __slots__ = (
-        "id", "data", "expires", "access", "clock", "signal_modified", "on_expired",
+        "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready",
     )
@@ -60,6 +60,8 @@ class Database:
         # hooks installed by the server; no-ops until something listens
         self.signal_modified: Callable[[Database, bytes], None] = _noop
         self.on_expired: Callable[[Database, bytes], None] = _noop
+        # called by ``clear`` before the keys go (WATCH: FLUSHDB/FLUSHALL dirty watchers)
+        self.on_flush: Callable[[Database], None] = _noop_flush
         self._expire_snapshot: list[bytes] = []
         self._expire_pos = 0
         self.avg_ttl = 0
@@ -152,6 +154,8 @@ class Database:
 
     def clear(self) -> int:
         n = len(self.data)
+        if n:
+            self.on_flush(self)
         self.data = {}
         self.expires = {}
         self.access = {}
@@ -221,4 +225,8 @@ class Database:
 
 
 def _noop(db: Database, key: bytes) -> None:
+    return None
+
+
+def _noop_flush(db: Database) -> None:
     return None

@@ -167,14 +167,8 @@ class RdbPersistence:
 
     # -- save points ----------------------------------------------------------------------
     def save_points(self) -> list[tuple[int, int]]:
-        raw = self.server.config.save
-        points = []
-        for i in range(0, len(raw) - 1, 2):
-            try:
-                points.append((int(raw[i]), int(raw[i + 1])))
-            except ValueError:
-                continue
-        return points
+        """``save`` as (seconds, changes) pairs (the config keeps them parsed)."""
+        return list(self.server.config.save or ())
 
     def cron(self) -> None:
         self.check_child()

@@ -35,13 +35,15 @@ def is_int_member(member: bytes) -> bool:
 class SetValue(Value):
     """A Redis set."""
 
-    __slots__ = ("s", "intset", "_snap")
+    __slots__ = ("s", "intset", "_snap", "version", "scan_index")
     type_name = b"set"
 
     def __init__(self, s: set[bytes] | None = None, intset: bool = True) -> None:
         self.s: set[bytes] = s if s is not None else set()
         self.intset = intset
         self._snap: tuple[bytes, ...] | None = None
+        self.version = 0  # bumped when members are added (SSCAN snapshots, storage.scan)
+        self.scan_index: Any = None
 
     @classmethod
     def build(cls, members: Iterable[bytes], config: Any) -> SetValue:
@@ -80,6 +82,7 @@ class SetValue(Value):
         added = len(s) - before
         if added:
             self._snap = None
+            self.version += 1
         return added
 
     def add(self, member: bytes, config: Any) -> bool:
@@ -112,4 +115,10 @@ class SetValue(Value):
 
     def random_distinct(self, count: int) -> list[bytes]:
         """``count`` distinct random members (count < len)."""
-        return random.sample(list(self.s), count)
+        if count * 3 > len(self.s):
+            return random.sample(list(self.s), count)
+        seen: dict[bytes, None] = {}
+        pick = self.random_member
+        while len(seen) < count:
+            seen[pick()] = None
+        return list(seen)

@@ -51,11 +51,18 @@ class ZSet(Value):
 
     # -- updates -------------------------------------------------------------------------
     def insert(self, member: bytes, score: float) -> None:
-        """Add a member known to be absent (encoding checks are the caller's job)."""
+        """Add a member known to be absent (encoding checks are the caller's job).
+
+        A listpack keeps scores as text where ``-0`` reads back as ``0``; so do we.
+        """
+        if score == 0.0 and self.listpack:
+            score = 0.0
         self.scores[member] = score
         self.sl.add((score, member))
 
     def update(self, member: bytes, old: float, new: float) -> None:
+        if new == 0.0 and self.listpack:
+            new = 0.0
         self.scores[member] = new
         sl = self.sl
         sl.remove((old, member))
@@ -77,6 +84,10 @@ class ZSet(Value):
         """Store commands (ZUNIONSTORE, GEOSEARCHSTORE…) pick listpack for small results."""
         self.listpack = len(self.scores) <= max_entries and all(
             len(m) <= max_value for m in self.scores)
+        if self.listpack:
+            for member, score in list(self.scores.items()):
+                if score == 0.0 and str(score)[0] == "-":
+                    self.update(member, score, 0.0)
 
     def remove_index_range(self, lo: int, hi: int) -> int:
         """Remove the elements at sorted positions [lo, hi); returns how many."""

@@ -242,6 +242,25 @@ class Server:
         finally:
             sock.close()
 
+    def endpoint(self) -> tuple[str, str, int]:
+        """Where to reach the server: ``("tcp", host, port)`` or ``("unix", path, 0)``.
+
+        The TCP port first, then the unix socket, then the first tcp/unix ``listeners`` spec.
+        """
+        if self.port:
+            return ("tcp", self.host, self.port)
+        if self.unix_path:
+            return ("unix", self.unix_path, 0)
+        for spec in self.listeners:
+            kind, *opts = spec.split(",")
+            fields = dict(o.split("=", 1) for o in opts if "=" in o)
+            if kind == "tcp" and fields.get("port", "0") != "0":
+                host = fields.get("bind", "127.0.0.1").split(" ")[0].lstrip("-")
+                return ("tcp", host, int(fields["port"]))
+            if kind == "unix" and fields.get("path"):
+                return ("unix", fields["path"], 0)
+        raise OSError("server has neither a TCP port nor a unix socket")
+
     def _owns_listener(self) -> bool:
         """Whether *our* process holds the listening socket (not another server on the port).
 
@@ -262,8 +281,12 @@ class Server:
                     inodes.add(target[8:-1])
         except OSError:
             return False
-        if self.port:
-            want = f":{self.port:04X}"
+        try:
+            kind, where, port = self.endpoint()
+        except OSError:
+            return True
+        if kind == "tcp":
+            want = f":{port:04X}"
             for table in ("/proc/net/tcp", "/proc/net/tcp6"):
                 try:
                     with open(table) as fh:
@@ -276,28 +299,25 @@ class Server:
                 except OSError:
                     continue
             return False
-        if self.unix_path:
-            try:
-                with open("/proc/net/unix") as fh:
-                    return any(len(f) >= 8 and f[-1] == self.unix_path and f[6] in inodes
-                               for f in (line.split() for line in fh))
-            except OSError:
-                return True
-        return True
+        try:
+            with open("/proc/net/unix") as fh:
+                return any(len(f) >= 8 and f[-1] == where and f[6] in inodes
+                           for f in (line.split() for line in fh))
+        except OSError:
+            return True
 
     def _raw_socket(self, timeout: float) -> socket.socket:
-        if self.port:
-            return socket.create_connection((self.host, self.port), timeout=timeout)
-        if self.unix_path:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(self.unix_path)
-            except OSError:
-                sock.close()
-                raise
-            return sock
-        raise OSError("server has neither a TCP port nor a unix socket")
+        kind, where, port = self.endpoint()
+        if kind == "tcp":
+            return socket.create_connection((where, port), timeout=timeout)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(where)
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     def log_size(self) -> int:
         """Current length of the log in bytes (a mark for ``log(since=...)``)."""
@@ -348,7 +368,10 @@ class Server:
             if not self.unix_path:
                 raise ValueError("this server has no unix socket (Server(unix_socket=True))")
             return redis.Redis(unix_socket_path=self.unix_path, **kwargs)
-        return redis.Redis(host=self.host, port=self.port, **kwargs)
+        kind, where, port = self.endpoint()
+        if kind == "unix":
+            return redis.Redis(unix_socket_path=where, **kwargs)
+        return redis.Redis(host=where, port=port, **kwargs)
 
     def flush(self) -> None:
         """FLUSHALL: empty every database (quick reset between tests)."""

@@ -92,7 +92,7 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
 
 def _score_bytes(score: float) -> bytes:
     """Scores in a zset listpack are stored the way Redis formats them (%.17g)."""
-    if score == int(score) and abs(score) < 1 << 53:
+    if abs(score) < 1 << 53 and score == int(score):
         return b"%d" % int(score)
     from pykv.protocol import format_double
 
@@ -129,9 +129,9 @@ def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
 # loading
 # ---------------------------------------------------------------------------------------
 def load_object(r: RdbReader, type_byte: int, config: Any) -> Any:
-    vt = _types()
     if type_byte == enc.TYPE_STRING:
         return r.string()
+    vt = _types()
     if type_byte == enc.TYPE_LIST:
         return vt.make_list([r.string() for _ in range(r.length())], config)
     if type_byte in (enc.TYPE_LIST_QUICKLIST, enc.TYPE_LIST_QUICKLIST_2):

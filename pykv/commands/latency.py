@@ -1,0 +1,179 @@
+"""LATENCY: the latency monitor's samples per event, and the commands that report them.
+
+When ``latency-monitor-threshold`` is set (ms), anything slower records a sample under an
+event name ("command", "fast-command", "expire-cycle", …). As in Redis each event keeps
+its last 160 samples, one per second at most (a second's samples merge to their maximum),
+plus its all-time maximum. The reply shapes are Redis's; the DOCTOR and GRAPH texts are
+pykv's own wording and drawing.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from pykv.commands.client_cmd import help_reply
+from pykv.commands.registry import command
+from pykv.protocol import ErrorReply, Verbatim
+
+HISTORY_LEN = 160
+
+HELP = [
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    A readable analysis of the latency samples collected so far.",
+    "GRAPH <event>",
+    "    An ASCII chart of the samples of the <event> class.",
+    "HISTORY <event>",
+    "    The (time, latency) samples kept for the <event> class.",
+    "LATEST",
+    "    The newest sample of every event class.",
+    "RESET [<event> ...]",
+    "    Forget the samples of the named event classes",
+    "    (all of them when no name is given).",
+    "HELP",
+    "    Print this help.",
+]
+
+
+class EventSeries:
+    """The samples of one event: ``(unix_seconds, ms)`` pairs, newest last."""
+
+    __slots__ = ("samples", "max")
+
+    def __init__(self) -> None:
+        self.samples: deque[list[int]] = deque(maxlen=HISTORY_LEN)
+        self.max = 0
+
+    def add(self, when: int, ms: int) -> None:
+        if self.samples and self.samples[-1][0] == when:
+            last = self.samples[-1]
+            last[1] = max(last[1], ms)
+        else:
+            self.samples.append([when, ms])
+        self.max = max(self.max, ms)
+
+
+class LatencyMonitor:
+    """Event name -> samples (the server owns one as ``server.latency``)."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, EventSeries] = {}
+
+    def add_sample(self, event: str, ms: int) -> None:
+        series = self.events.get(event)
+        if series is None:
+            series = self.events[event] = EventSeries()
+        series.add(int(time.time()), ms)
+
+    def reset(self, names: list[str] | None = None) -> int:
+        if names is None:
+            count = len(self.events)
+            self.events.clear()
+            return count
+        return sum(1 for name in names if self.events.pop(name, None) is not None)
+
+
+def _monitor(c) -> LatencyMonitor:
+    return c.server.latency
+
+
+def _text(c, text: str):
+    data = text.encode()
+    return Verbatim(data) if c.resp == 3 else data
+
+
+@command("latency|help")
+def latency_help(c, argv):
+    return help_reply(HELP)
+
+
+@command("latency|latest")
+def latency_latest(c, argv):
+    return [[name.encode(), s.samples[-1][0], s.samples[-1][1], s.max]
+            for name, s in _monitor(c).events.items() if s.samples]
+
+
+@command("latency|history")
+def latency_history(c, argv):
+    series = _monitor(c).events.get(argv[2].decode("utf-8", "surrogateescape"))
+    if series is None:
+        return []
+    return [[when, ms] for when, ms in series.samples]
+
+
+@command("latency|reset")
+def latency_reset(c, argv):
+    names = [a.decode("utf-8", "surrogateescape") for a in argv[2:]] if len(argv) > 2 else None
+    return _monitor(c).reset(names)
+
+
+@command("latency|graph")
+def latency_graph(c, argv):
+    name = argv[2].decode("utf-8", "surrogateescape")
+    series = _monitor(c).events.get(name)
+    if series is None or not series.samples:
+        return ErrorReply(b"ERR No samples available for event '" + argv[2] + b"'")
+    return _text(c, draw_graph(name, series))
+
+
+def draw_graph(name: str, series: EventSeries) -> str:
+    """A header (Redis's wording: it is parsed by tools), then one column per sample."""
+    values = [ms for _, ms in series.samples]
+    high, low = max(values), min(values)
+    lines = [f"{name} - high {high} ms, low {low} ms (all time high {series.max} ms)", "-" * 80]
+    rows = 4
+    span = max(high - low, 1)
+    heights = [1 + (v - low) * (rows - 1) // span for v in values]
+    for row in range(rows, 0, -1):
+        lines.append("".join("#" if h >= row else " " for h in heights).rstrip() or " ")
+    now = int(time.time())
+    ages = [_age_label(now - when) for when, _ in series.samples]
+    width = max(len(a) for a in ages)
+    for i in range(width):
+        lines.append("".join(a[i] if i < len(a) else " " for a in ages))
+    return "\n".join(lines) + "\n"
+
+
+def _age_label(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"
+
+
+@command("latency|doctor")
+def latency_doctor(c, argv):
+    return _text(c, doctor_report(c.server))
+
+
+def doctor_report(server) -> str:
+    events = {n: s for n, s in server.latency.events.items() if s.samples}
+    threshold = server.config.latency_monitor_threshold
+    if not events:
+        if not threshold:
+            return ("The latency monitor is off (latency-monitor-threshold is 0). Set it, "
+                    "for example with CONFIG SET latency-monitor-threshold 100, and ask "
+                    "again once some traffic has run.\n")
+        return "No event has been slower than the threshold since the server started.\n"
+    out = ["Latency report: events slower than %d ms were recorded.\n" % threshold]
+    for i, (name, s) in enumerate(sorted(events.items()), 1):
+        values = [ms for _, ms in s.samples]
+        avg = sum(values) / len(values)
+        dev = sum(abs(v - avg) for v in values) / len(values)
+        first, last = s.samples[0][0], s.samples[-1][0]
+        period = (last - first) / (len(values) - 1) if len(values) > 1 else 0
+        out.append(f"{i}. {name}: {len(values)} samples, average {int(avg)} ms, mean "
+                   f"deviation {int(dev)} ms, one every {period:.2f} s; worst ever "
+                   f"{s.max} ms.")
+    out.append("")
+    out.append("Where to look:")
+    if any(n in events for n in ("command", "fast-command")):
+        out.append("- SLOWLOG GET lists the slowest commands with their arguments.")
+        out.append("- Commands over big keys (KEYS, SORT, SUNION, LRANGE of a long list...) "
+                   "run in O(N); split the values or use SCAN-style iteration.")
+    if "expire-cycle" in events:
+        out.append("- Many keys expiring at the same time make the expire cycle slow; "
+                   "spread the TTLs.")
+    out.append("- Big deletions block too: UNLINK and FLUSHALL ASYNC free memory lazily.")
+    return "\n".join(out) + "\n"

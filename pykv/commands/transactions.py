@@ -1,0 +1,82 @@
+"""Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+
+The dispatcher (``Client.execute``) does the queueing: while ``client.multi`` is a list,
+every command but EXEC/DISCARD/MULTI/WATCH/QUIT/RESET is checked (unknown, arity, auth…)
+and appended, answering ``QUEUED``; a refused command sets ``multi_dirty`` so EXEC answers
+EXECABORT. EXEC then runs the queue through ``Client.call`` with no rollback: a command
+failing at run time is just an error element of EXEC's array. Blocking commands run as
+their non-blocking forms (``deny_blocking``), as in Redis. WATCH state lives in
+``pykv.server.watch``.
+"""
+from __future__ import annotations
+
+from pykv.commands.registry import command
+from pykv.protocol import NULL_ARRAY, OK, ErrorReply, RawReply
+from pykv.server.client import NO_REPLY
+from pykv.server.watch import discard_transaction
+
+MULTI_NESTED = ErrorReply(b"ERR MULTI calls can not be nested")
+EXEC_WITHOUT_MULTI = ErrorReply(b"ERR EXEC without MULTI")
+DISCARD_WITHOUT_MULTI = ErrorReply(b"ERR DISCARD without MULTI")
+WATCH_IN_MULTI = ErrorReply(b"ERR WATCH inside MULTI is not allowed")
+EXECABORT = ErrorReply(b"EXECABORT Transaction discarded because of previous errors.")
+
+
+@command("multi")
+def multi(c, argv):
+    if c.multi is not None:
+        return MULTI_NESTED
+    c.multi = []
+    c.multi_dirty = False
+    return OK
+
+
+@command("discard")
+def discard(c, argv):
+    if c.multi is None:
+        return DISCARD_WITHOUT_MULTI
+    discard_transaction(c)
+    return OK
+
+
+@command("exec")
+def exec_(c, argv):
+    if c.multi is None:
+        return EXEC_WITHOUT_MULTI
+    watches = c.server.watches
+    if c.watched and not c.watch_dirty and watches.any_expired(c):
+        c.watch_dirty = True
+    if c.multi_dirty or c.watch_dirty:
+        aborted = c.multi_dirty
+        discard_transaction(c)
+        return EXECABORT if aborted else NULL_ARRAY
+    queue = c.multi
+    discard_transaction(c)  # leaves MULTI and unwatches before running, as Redis does
+    c.add_reply(RawReply(b"*%d\r\n" % len(queue)))
+    was_denying = c.deny_blocking
+    c.deny_blocking = True
+    try:
+        for cmd, qargv in queue:
+            c.call(cmd, qargv)
+    finally:
+        c.deny_blocking = was_denying
+    return NO_REPLY
+
+
+@command("watch")
+def watch(c, argv):
+    if c.multi is not None:
+        return WATCH_IN_MULTI
+    if c.watch_dirty:
+        return OK  # no point in watching more: EXEC will fail anyway
+    watches = c.server.watches
+    for key in argv[1:]:
+        watches.watch(c, key)
+    return OK
+
+
+@command("unwatch")
+def unwatch(c, argv):
+    c.server.watches.unwatch_all(c)
+    c.watch_dirty = False
+    return OK

@@ -1,0 +1,277 @@
+"""What the running server does when a setting changes (Redis's config "apply" functions).
+
+``install(server)`` registers ``config.on_change`` hooks, and applies the start-up-only
+directives (``rename-command``). A hook that cannot apply a value raises ``ConfigError``
+with Redis's reason; CONFIG SET then restores every value it changed.
+
+- ``port``/``bind``: the config's TCP listener is re-opened on the new address(es). New
+  sockets are bound synchronously (so a failed bind is reported by CONFIG SET itself) and
+  only then are the old ones closed; clients already connected stay connected.
+- ``proto-max-bulk-len``: every connected client's parser gets the new limit.
+- ``requirepass``: clearing it lets already connected, unauthenticated clients in, as the
+  default user becoming ``nopass`` does in Redis.
+- ``maxclients``: the open-files limit is raised to fit, or the change is refused.
+- ``timeout``: a cron hook closes clients idle for longer (not blocked, not subscribed).
+- ``dir``: the working directory follows it.
+- new connections get TCP keepalive per ``tcp-keepalive``, and ``protected-mode`` refuses
+  non-local clients while no password is set (Redis's DENIED reply).
+``hz``, ``client-query-buffer-limit``, ``slowlog-*`` and the rest are read live.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from pykv import errors
+from pykv.config.values import ConfigError
+from pykv.net.base import Listener, ListenerSpec
+from pykv.protocol.types import ErrorReply
+
+if TYPE_CHECKING:
+    from pykv.server.server import Server
+
+log = logging.getLogger("pykv")
+
+# Redis keeps this many file descriptors for itself beyond maxclients
+RESERVED_FDS = 32
+# a failed optional ("-addr") bind is skipped for these, as in Redis's listenToPort
+_OPTIONAL_BIND_ERRNOS = {errno.ENOPROTOOPT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT,
+                         errno.EPFNOSUPPORT, errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL}
+
+
+def install(server: Server) -> RuntimeEffects:
+    effects = RuntimeEffects(server)
+    cfg = server.config
+    cfg.on_change("port", effects.on_listen_change("port"))
+    cfg.on_change("bind", effects.on_listen_change("bind"))
+    cfg.on_change("proto-max-bulk-len", effects.on_proto_max_bulk_len)
+    cfg.on_change("requirepass", effects.on_requirepass)
+    cfg.on_change("maxclients", effects.on_maxclients)
+    cfg.on_change("dir", effects.on_dir)
+    server.add_cron(effects.close_idle_clients)
+    apply_renames(server)
+    return effects
+
+
+def apply_renames(server: Server) -> None:
+    """``rename-command old new`` (``new`` empty: the command is removed)."""
+    commands = server.commands.commands
+    for old, new in server.config.rename_commands:
+        cmd = commands.pop(old.encode("utf-8", "surrogateescape"), None)
+        if cmd is not None and new:
+            commands[new.encode("utf-8", "surrogateescape")] = cmd
+
+
+class RuntimeEffects:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        cfg = server.config
+        # what the config's TCP listener currently listens on
+        self.open_port = cfg.port
+        self.open_binds = list(cfg.bind)
+
+    # -- listeners -----------------------------------------------------------------------
+    def on_listen_change(self, which: str):
+        reason = ("Unable to listen on this port. Check server logs." if which == "port"
+                  else "Failed to bind to specified addresses.")
+
+        def hook(value: Any) -> None:
+            self.relisten(reason)
+
+        return hook
+
+    def relisten(self, reason: str) -> None:
+        cfg = self.server.config
+        port, binds = cfg.port, list(cfg.bind)
+        if port == self.open_port and binds == self.open_binds:
+            return
+        if self.server.loop is None:  # not serving yet: start() will use the new values
+            self.open_port, self.open_binds = port, binds
+            return
+        socks: list[socket.socket] = []
+        if port and binds:
+            try:
+                socks = bind_sockets(binds, port, int(getattr(cfg, "tcp_backlog", 511)))
+            except OSError:
+                if reason.startswith("Failed"):
+                    log.warning("Failed to bind")
+                raise ConfigError(reason) from None
+        old = self._config_listener()
+        if old is not None:
+            old.close()
+            if old in self.server.listeners:
+                self.server.listeners.remove(old)
+        self.open_port, self.open_binds = port, binds
+        if socks:
+            listener = SocketListener(ListenerSpec("tcp", binds=binds, port=port), socks,
+                                      self.server)
+            self.server.listeners.insert(0, listener)
+
+    def _config_listener(self) -> Listener | None:
+        for listener in self.server.listeners:
+            spec = listener.spec
+            if (spec.type == "tcp" and spec.port == self.open_port
+                    and list(spec.binds) == self.open_binds):
+                return listener
+        return None
+
+    # -- clients -------------------------------------------------------------------------
+    def admit(self, conn: Any) -> ErrorReply | None:
+        """A new connection: TCP keepalive per ``tcp-keepalive``; the refusal to send when
+        ``protected-mode`` is on, no password is set and the client is not local."""
+        cfg = self.server.config
+        if cfg.tcp_keepalive and conn.type_name == "tcp":
+            set_keepalive(conn.fd(), cfg.tcp_keepalive)
+        if cfg.protected_mode and not cfg.requirepass and not is_local(conn):
+            return errors.PROTECTED_MODE_DENIED
+        return None
+
+    def on_proto_max_bulk_len(self, value: int) -> None:
+        for client in self.server.clients.values():
+            client.parser.max_bulk_len = value
+
+    def on_requirepass(self, value: str) -> None:
+        if not value:
+            for client in self.server.clients.values():
+                if not client.authenticated:
+                    client.set_authenticated(True)
+
+    def on_maxclients(self, value: int) -> None:
+        import resource
+
+        needed = value + RESERVED_FDS
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY or needed <= soft:
+            return
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+            return
+        except (ValueError, OSError):
+            pass
+        best = hard if hard != resource.RLIM_INFINITY else soft
+        if best > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (best, hard))
+                soft = best
+            except (ValueError, OSError):
+                pass
+        raise ConfigError("The operating system is not able to handle the specified number "
+                          f"of clients, try with {max(1, soft - RESERVED_FDS)}")
+
+    def close_idle_clients(self) -> None:
+        timeout = self.server.config.timeout
+        if not timeout:
+            return
+        now = time.time()
+        for client in list(self.server.clients.values()):
+            if (client.blocked is None and not client.subscriptions and not client.monitor
+                    and now - client.last_interaction > timeout):
+                log.log(15, "Closing idle client")
+                client.close_now()
+
+    def on_dir(self, value: str) -> None:
+        try:
+            os.chdir(value)
+        except OSError as exc:
+            raise ConfigError(exc.strerror or str(exc)) from None
+
+
+def set_keepalive(fd: int, interval: int) -> None:
+    """Redis's ``anetKeepAlive``: probes after ``interval`` s idle, every interval/3 s, 3 of
+    them."""
+    if fd < 0:
+        return
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    with sock:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, interval // 3))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+        except (OSError, AttributeError):
+            pass
+
+
+def is_local(conn: Any) -> bool:
+    """Redis's ``connIsLocal``: a unix socket, or a peer on 127.x.x.x or ::1."""
+    if conn is None or conn.type_name == "unix":
+        return True
+    host = conn.peer_address().rsplit(":", 1)[0]
+    return host.startswith("127.") or host == "::1"
+
+
+# -- synchronous TCP listening -----------------------------------------------------------
+def bind_sockets(binds: list[str], port: int, backlog: int) -> list[socket.socket]:
+    """Bound, listening, non-blocking sockets for Redis-style bind addresses.
+
+    ``-addr`` is optional (skipped when the address does not exist here), ``*`` is every
+    IPv4 address and ``::*`` every IPv6 one. Failures are logged as Redis logs them.
+    """
+    socks: list[socket.socket] = []
+    for raw in binds:
+        optional = raw.startswith("-")
+        addr = raw[1:] if optional else raw
+        host = {"*": "0.0.0.0", "::*": "::"}.get(addr, addr)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((host, port))
+            sock.listen(backlog)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            if optional and exc.errno in _OPTIONAL_BIND_ERRNOS:
+                continue
+            log.warning("Warning: Could not create server TCP listening socket %s:%d: "
+                        "bind: %s", addr, port, exc.strerror)
+            for s in socks:
+                s.close()
+            raise
+        socks.append(sock)
+    return socks
+
+
+class SocketListener(Listener):
+    """A TCP listener over sockets bound beforehand, served by the running loop."""
+
+    def __init__(self, spec: ListenerSpec, socks: list[socket.socket], server: Server) -> None:
+        from pykv.net.stream import StreamConnection
+
+        self.spec = spec
+        self.pending = list(socks)  # not yet handed to the loop (closed by us if needed)
+        self.servers: list[asyncio.AbstractServer] = []
+        self.closed = False
+        loop = server.loop
+        for sock in socks:
+            task = loop.create_task(loop.create_server(
+                lambda: StreamConnection("tcp", server.accept), sock=sock))
+            task.add_done_callback(lambda t, sock=sock: self._started(t, sock))
+
+    def _started(self, task: asyncio.Task, sock: socket.socket) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        self.pending.remove(sock)
+        srv = task.result()
+        if self.closed:
+            srv.close()
+        else:
+            self.servers.append(srv)
+
+    def close(self) -> None:
+        self.closed = True
+        for srv in self.servers:
+            srv.close()
+        for sock in self.pending:
+            sock.close()
+        self.pending = []

@@ -1,0 +1,519 @@
+"""The Lua side of the scripting engine: sandbox, ``redis`` API, RESP conversion.
+
+``PRELUDE`` runs once in a fresh Lua 5.1 state with the full standard library. It keeps
+what it needs (``debug.sethook``, ``debug.getinfo``, the raw library tables) as upvalues,
+then turns the state's global table into Redis's sandbox:
+
+* only Redis's allow-list of globals remains (no ``os``, ``io``, ``debug``, ``require``,
+  ``print``, ``python``…); reading a missing global raises Redis's
+  ``Script attempted to access nonexistent global variable`` error;
+* the global table and the library tables are read-only (``Attempt to modify a readonly
+  table``), through proxies, and ``rawset``/``setmetatable`` refuse them too;
+* ``loadstring``/``load`` refuse binary chunks.
+
+It returns the internal API the Python engine calls: ``compile``, ``run`` (under an error
+handler that records where a script failed), and the two converters: RESP bytes of a
+command's reply into Lua values (what ``redis.call`` returns), and a script's return value
+into RESP bytes for the caller, following Redis's conversion rules for RESP2 and RESP3.
+"""
+
+PRELUDE = r"""
+local host = ...
+local host_call, host_log, host_sha1hex, host_setresp, host_set_repl, host_hook =
+    host.call, host.log, host.sha1hex, host.setresp, host.set_repl, host.hook
+local sethook, getinfo = debug.sethook, debug.getinfo
+local error, type, tostring, tonumber, pairs, next, select, rawget =
+    error, type, tostring, tonumber, pairs, next, select, rawget
+local real_rawset, real_setmetatable = rawset, setmetatable
+local real_loadstring, real_load, xpcall = loadstring, load, xpcall
+local sfind, ssub, sbyte, sformat, sgsub = string.find, string.sub, string.byte,
+    string.format, string.gsub
+local tconcat, floor, ceil, huge = table.concat, math.floor, math.ceil, math.huge
+local setfenv_ = setfenv
+
+-- read-only tables --------------------------------------------------------------------
+local readonly = real_setmetatable({}, {__mode = "k"})
+
+local function ro_error()
+    error("Attempt to modify a readonly table", 2)
+end
+
+local function protect(lib)
+    local proxy = real_setmetatable({}, {__index = lib, __newindex = ro_error,
+                                         __metatable = false})
+    readonly[proxy] = true
+    return proxy
+end
+
+local function guarded_rawset(t, k, v)
+    if readonly[t] then error("Attempt to modify a readonly table", 0) end
+    return real_rawset(t, k, v)
+end
+
+local function guarded_setmetatable(t, mt)
+    if readonly[t] then error("Attempt to modify a readonly table", 0) end
+    return real_setmetatable(t, mt)
+end
+
+local function is_binary(chunk)
+    return type(chunk) == "string" and sbyte(chunk, 1) == 27
+end
+
+local function guarded_loadstring(chunk, name)
+    if is_binary(chunk) then return nil, "attempt to load a binary chunk" end
+    return real_loadstring(chunk, name)
+end
+
+local function guarded_load(chunk, name)
+    if type(chunk) == "string" then return guarded_loadstring(chunk, name) end
+    if type(chunk) ~= "function" then return real_load(chunk, name) end
+    local parts = {}
+    while true do
+        local piece = chunk()
+        if piece == nil or piece == "" then break end
+        parts[#parts + 1] = piece
+    end
+    return guarded_loadstring(tconcat(parts), name)
+end
+
+-- the redis library ---------------------------------------------------------------------
+local resp_to_lua  -- defined below
+local last_redis_error = nil
+local no_writes_error = nil
+
+local function redis_call_impl(raise, ...)
+    local n = select("#", ...)
+    if n == 0 then
+        local msg = "ERR Please specify at least one argument for this redis lib call"
+        if raise then last_redis_error = msg; error(msg, 0) end
+        return {err = msg}
+    end
+    local tag, value = host_call(...)
+    if tag == 0 then return value end
+    if tag == 1 then return resp_to_lua(value) end
+    if raise then
+        last_redis_error = value
+        error(value, 0)
+    end
+    return {err = value}
+end
+
+local redis = {}
+redis.call = function(...) return redis_call_impl(true, ...) end
+redis.pcall = function(...) return redis_call_impl(false, ...) end
+redis.error_reply = function(msg)
+    if type(msg) ~= "string" and type(msg) ~= "number" then
+        error("ERR wrong number or type of arguments", 0)
+    end
+    msg = tostring(msg)
+    if sbyte(msg, 1) == 45 then msg = ssub(msg, 2) else msg = "ERR " .. msg end
+    return {err = msg}
+end
+redis.status_reply = function(msg)
+    if type(msg) ~= "string" and type(msg) ~= "number" then
+        error("ERR wrong number or type of arguments", 0)
+    end
+    return {ok = tostring(msg)}
+end
+redis.sha1hex = function(s)
+    if type(s) ~= "string" and type(s) ~= "number" then
+        error("wrong number of arguments", 0)
+    end
+    return host_sha1hex(tostring(s))
+end
+redis.log = function(level, ...)
+    local n = select("#", ...)
+    if n == 0 then error("redis.log() requires two arguments or more.", 0) end
+    if type(level) ~= "number" then error("First argument must be a number (log level).", 0) end
+    local parts = {}
+    for i = 1, n do
+        local v = select(i, ...)
+        parts[#parts + 1] = tostring(v)
+    end
+    host_log(level, tconcat(parts, " "))
+end
+redis.setresp = function(v)
+    if select("#", v) == 0 or type(v) ~= "number" or (v ~= 2 and v ~= 3) then
+        error("RESP version must be 2 or 3.", 0)
+    end
+    host_setresp(v)
+end
+redis.set_repl = function(flags)
+    if type(flags) ~= "number" or flags < 0 or flags > 3 then
+        error("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.", 0)
+    end
+    host_set_repl(flags)
+end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
+    0, 1, 2, 2, 3
+redis.REDIS_VERSION = host.version
+redis.REDIS_VERSION_NUM = host.version_num
+
+-- RESP (a command's reply) -> Lua ----------------------------------------------------------
+local parse
+
+local function line_at(s, pos)
+    local e = sfind(s, "\r\n", pos, true)
+    return ssub(s, pos + 1, e - 1), e + 2
+end
+
+parse = function(s, pos)
+    local t = ssub(s, pos, pos)
+    local head, nxt = line_at(s, pos)
+    if t == ":" then return tonumber(head), nxt end
+    if t == "$" then
+        local n = tonumber(head)
+        if n < 0 then return false, nxt end
+        return ssub(s, nxt, nxt + n - 1), nxt + n + 2
+    end
+    if t == "+" then return {ok = head}, nxt end
+    if t == "-" then return {err = head}, nxt end
+    if t == "*" then
+        local n = tonumber(head)
+        if n < 0 then return false, nxt end
+        local out = {}
+        for i = 1, n do out[i], nxt = parse(s, nxt) end
+        return out, nxt
+    end
+    if t == "_" then return nil, nxt end
+    if t == "," then
+        local d = head
+        if d == "inf" then d = huge elseif d == "-inf" then d = -huge
+        elseif d == "nan" then d = 0 / 0 else d = tonumber(d) end
+        return {double = d}, nxt
+    end
+    if t == "#" then return head == "t", nxt end
+    if t == "(" then return {big_number = head}, nxt end
+    if t == "%" then
+        local n = tonumber(head)
+        local map = {}
+        for _ = 1, n do
+            local k, v
+            k, nxt = parse(s, nxt)
+            v, nxt = parse(s, nxt)
+            map[k] = v
+        end
+        return {map = map}, nxt
+    end
+    if t == "~" then
+        local n = tonumber(head)
+        local set = {}
+        for _ = 1, n do
+            local k
+            k, nxt = parse(s, nxt)
+            set[k] = true
+        end
+        return {set = set}, nxt
+    end
+    if t == "=" then
+        local n = tonumber(head)
+        local body = ssub(s, nxt, nxt + n - 1)
+        return {verbatim_string = {format = ssub(body, 1, 3), string = ssub(body, 5)}},
+            nxt + n + 2
+    end
+    error("ERR unexpected reply type from command: " .. t, 0)
+end
+
+resp_to_lua = function(s)
+    local v = parse(s, 1)
+    return v
+end
+
+-- Lua (a script's result) -> RESP --------------------------------------------------------
+local function to_integer(n)
+    if n ~= n or n >= 9223372036854775807 or n < -9223372036854775808 then
+        return "-9223372036854775808"
+    end
+    if n >= 0 then n = floor(n) else n = ceil(n) end
+    return sformat("%.0f", n)
+end
+
+local function clean(s)
+    return (sgsub(s, "[\r\n]", " "))
+end
+
+local function fmt_double(d)
+    if d ~= d then return "nan" end
+    if d == huge then return "inf" end
+    if d == -huge then return "-inf" end
+    return sformat("%.17g", d)
+end
+
+local encode
+
+local function encode_bulk(out, s)
+    out[#out + 1] = "$" .. #s .. "\r\n" .. s .. "\r\n"
+end
+
+encode = function(v, out, resp, lua_resp)
+    local tv = type(v)
+    if tv == "string" then
+        encode_bulk(out, v)
+    elseif tv == "number" then
+        out[#out + 1] = ":" .. to_integer(v) .. "\r\n"
+    elseif tv == "boolean" then
+        if lua_resp == 2 then
+            if v then out[#out + 1] = ":1\r\n"
+            else out[#out + 1] = resp == 3 and "_\r\n" or "$-1\r\n" end
+        elseif resp == 3 then
+            out[#out + 1] = v and "#t\r\n" or "#f\r\n"
+        else
+            out[#out + 1] = v and ":1\r\n" or ":0\r\n"
+        end
+    elseif tv == "table" then
+        local f = rawget(v, "err")
+        if type(f) == "string" then
+            out[#out + 1] = "-" .. clean(f) .. "\r\n"
+            return
+        end
+        f = rawget(v, "ok")
+        if type(f) == "string" then
+            out[#out + 1] = "+" .. clean(f) .. "\r\n"
+            return
+        end
+        f = rawget(v, "double")
+        if type(f) == "number" then
+            if resp == 3 then out[#out + 1] = "," .. fmt_double(f) .. "\r\n"
+            else encode_bulk(out, fmt_double(f)) end
+            return
+        end
+        f = rawget(v, "big_number")
+        if type(f) == "string" then
+            if resp == 3 then out[#out + 1] = "(" .. clean(f) .. "\r\n"
+            else encode_bulk(out, f) end
+            return
+        end
+        f = rawget(v, "map")
+        if type(f) == "table" then
+            local idx = #out + 1
+            out[idx] = ""
+            local n = 0
+            for k, item in pairs(f) do
+                encode(k, out, resp, lua_resp)
+                encode(item, out, resp, lua_resp)
+                n = n + 1
+            end
+            out[idx] = resp == 3 and ("%" .. n .. "\r\n") or ("*" .. (2 * n) .. "\r\n")
+            return
+        end
+        f = rawget(v, "set")
+        if type(f) == "table" then
+            local idx = #out + 1
+            out[idx] = ""
+            local n = 0
+            for k in pairs(f) do
+                encode(k, out, resp, lua_resp)
+                n = n + 1
+            end
+            out[idx] = (resp == 3 and "~" or "*") .. n .. "\r\n"
+            return
+        end
+        f = rawget(v, "verbatim_string")
+        if type(f) == "table" and type(rawget(f, "string")) == "string"
+                and type(rawget(f, "format")) == "string" then
+            local body = rawget(f, "string")
+            if resp == 3 then
+                local fmt = rawget(f, "format")
+                out[#out + 1] = "=" .. (#body + 4) .. "\r\n" .. fmt .. ":" .. body .. "\r\n"
+            else
+                encode_bulk(out, body)
+            end
+            return
+        end
+        local idx = #out + 1
+        out[idx] = ""
+        local n = 0
+        while true do
+            local item = rawget(v, n + 1)
+            if item == nil then break end
+            n = n + 1
+            encode(item, out, resp, lua_resp)
+        end
+        out[idx] = "*" .. n .. "\r\n"
+    else
+        out[#out + 1] = resp == 3 and "_\r\n" or "$-1\r\n"
+    end
+end
+
+-- the result of a script: (true, resp) or (false, error message) for a top-level error
+local function encode_result(v, resp, lua_resp)
+    if type(v) == "table" then
+        local e = rawget(v, "err")
+        if type(e) == "string" then return false, clean(e) end
+    end
+    local out = {}
+    encode(v, out, resp, lua_resp)
+    return true, tconcat(out)
+end
+
+-- running scripts -------------------------------------------------------------------------
+local function error_info(err)
+    local source, line
+    local level = 2
+    while true do
+        local info = getinfo(level, "Sl")
+        if not info then break end
+        local src = info.source
+        if src == "@user_script" or src == "@user_function" then
+            source, line = src, info.currentline
+            break
+        end
+        level = level + 1
+    end
+    local msg
+    if type(err) == "table" and type(rawget(err, "err")) == "string" then
+        msg = rawget(err, "err")
+    elseif type(err) == "string" and err == last_redis_error then
+        msg = err
+    else
+        msg = "ERR " .. tostring(err)
+    end
+    return {msg = msg, source = source, line = line}
+end
+
+local function hook()
+    if host_hook() then
+        sethook()
+        error("ERR Script killed by user with SCRIPT KILL...", 0)
+    end
+end
+
+local globals, hidden  -- the sandboxed global table and what it reads (filled below)
+
+local function run(fn, nkeys, ...)
+    local all = {...}
+    local keys, argv = {}, {}
+    for i = 1, nkeys do keys[i] = all[i] end
+    for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+    hidden.KEYS = keys
+    hidden.ARGV = argv
+    last_redis_error = nil
+    sethook(hook, "", 100000)
+    local ok, res = xpcall(fn, error_info)
+    sethook()
+    if ok then return true, res end
+    return false, res.msg, res.source, res.line
+end
+
+local function run_callback(fn, nkeys, ...)
+    -- FCALL: the callback gets (keys, args) as arguments instead of globals
+    local all = {...}
+    local keys, argv = {}, {}
+    for i = 1, nkeys do keys[i] = all[i] end
+    for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+    last_redis_error = nil
+    sethook(hook, "", 100000)
+    local ok, res = xpcall(function() return fn(keys, argv) end, error_info)
+    sethook()
+    if ok then return true, res end
+    return false, res.msg, res.source, res.line
+end
+
+local function compile(body, chunkname)
+    local fn, err = real_loadstring(body, chunkname)
+    if not fn then return nil, err end
+    return fn
+end
+
+-- FUNCTION LOAD: run the library body with only the registration API -----------------------
+local loading = false
+
+local function load_library(body, register)
+    local fn, err = real_loadstring(body, "@user_function")
+    if not fn then return false, "Error compiling function: " .. err end
+    local load_redis = {
+        register_function = register,
+        log = redis.log,
+        setresp = redis.setresp,
+        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+        REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+    }
+    local load_env = real_setmetatable({}, {
+        __index = function(_, k)
+            if k == "redis" and loading then return load_redis end
+            local v = hidden[k]
+            if v == nil then
+                error("Script attempted to access nonexistent global variable '"
+                      .. tostring(k) .. "'", 2)
+            end
+            return v
+        end,
+        __newindex = function(_, k) error("Attempt to modify a readonly table", 2) end,
+        __metatable = false,
+    })
+    setfenv_(fn, load_env)
+    loading = true
+    sethook(hook, "", 100000)
+    local ok, res = xpcall(fn, error_info)
+    sethook()
+    loading = false
+    if not ok then return false, res.msg end
+    return true
+end
+
+-- build the sandboxed global table --------------------------------------------------------
+local ERROR_TAG, maxn, unpack_ = host.error_tag, table.maxn, unpack
+
+local function wrap_lib(pylib)
+    local lib = {}
+    for name, f in pairs(pylib) do
+        lib[name] = function(...)
+            local r = {f(...)}
+            if r[1] == ERROR_TAG then error(r[2], 2) end
+            return unpack_(r, 1, maxn(r))
+        end
+    end
+    return lib
+end
+
+local cjson = wrap_lib(host.cjson)
+local null = newproxy()
+cjson.null = null
+local libs = {
+    string = protect(string), math = protect(math), table = protect(table),
+    coroutine = protect(coroutine), redis = protect(redis),
+    cjson = protect(cjson), bit = protect(wrap_lib(host.bit)),
+    struct = protect(wrap_lib(host.struct)), cmsgpack = protect(wrap_lib(host.cmsgpack)),
+}
+local allowed = {
+    assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
+    getmetatable = getmetatable, ipairs = ipairs, load = guarded_load,
+    loadstring = guarded_loadstring, next = next, pairs = pairs, pcall = pcall,
+    rawequal = rawequal, rawget = rawget, rawset = guarded_rawset, select = select,
+    setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring,
+    type = type, unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
+}
+for k, v in pairs(libs) do allowed[k] = v end
+getmetatable("").__index = libs.string
+
+-- the scripts' global table is an empty proxy: reads go to ``hidden`` (or fail like Redis),
+-- writes always fail. setfenv(0, ...) makes it the environment of every function compiled
+-- from now on (scripts, loadstring, coroutines); the prelude keeps its locals.
+hidden = {}
+for k, v in pairs(allowed) do hidden[k] = v end
+globals = real_setmetatable({}, {
+    __index = function(_, k)
+        local v = hidden[k]
+        if v == nil then
+            error("Script attempted to access nonexistent global variable '" .. tostring(k)
+                  .. "'", 2)
+        end
+        return v
+    end,
+    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    __metatable = false,
+})
+hidden._G = globals
+readonly[globals] = true
+setfenv_(0, globals)
+
+return {
+    compile = compile, run = run, run_callback = run_callback,
+    encode_result = encode_result, load_library = load_library, hidden = hidden,
+    null = null,
+}
+"""

@@ -1,0 +1,64 @@
+"""One place that knows every value type's class, for code that handles all of them.
+
+RDB/DUMP (``pykv.storage.rdb.objects``) and AOF rewriting read a value's contents and build
+values from contents through these functions, so the persistence code never reaches into a
+type's internals and a type can change its representation without touching persistence.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pykv.storage.hash_type import HashValue
+from pykv.storage.list_type import ListValue
+from pykv.storage.set_type import SetValue
+from pykv.storage.zset_type import ZSet
+
+
+def list_items(value: ListValue) -> list[bytes]:
+    return list(value.items)
+
+
+def make_list(items: list[bytes], config: Any) -> ListValue:
+    return ListValue(items)
+
+
+def set_members(value: SetValue) -> list[bytes]:
+    return list(value.ordered())
+
+
+def make_set(members: list[bytes], config: Any) -> SetValue:
+    return SetValue.build(members, config)
+
+
+def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
+    return list(value.d.items())
+
+
+def make_hash(pairs: list[tuple[bytes, bytes]], config: Any) -> HashValue:
+    return HashValue.build(pairs, config)
+
+
+def zset_items(value: ZSet) -> list[tuple[bytes, float]]:
+    """(member, score) pairs in ascending (score, member) order."""
+    return [(member, score) for score, member in value.sl]
+
+
+def make_zset(pairs: list[tuple[bytes, float]], config: Any) -> ZSet:
+    small = len(pairs) <= config.zset_max_listpack_entries and all(
+        len(member) <= config.zset_max_listpack_value for member, _ in pairs)
+    zset = ZSet(listpack=small)
+    for member, score in pairs:
+        if member in zset.scores:
+            continue
+        zset.insert(member, score)
+    return zset
+
+
+def save_stream(writer: Any, value: Any) -> None:
+    raise TypeError("streams are not persisted yet")
+
+
+def load_stream(reader: Any, type_byte: int, config: Any) -> Any:
+    from pykv.storage.rdb.encoding import RdbFormatError
+
+    raise RdbFormatError("stream values are not supported yet")

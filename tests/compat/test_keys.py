@@ -1,0 +1,587 @@
+"""Generic keyspace commands compared with real redis-server 7.0.
+
+Replies whose order depends on the hash table (KEYS, SCAN batches) are compared as sorted
+sets of keys; TTLs are compared exactly where no time can pass between the two servers in a
+way that changes the rounded value, and with a tolerance where it can.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+BIG = "9223372036854775807"
+SMALL = "-9223372036854775808"
+
+
+def parse(reply: bytes):
+    """Decode one RESP2/3 reply (the subset these tests need)."""
+    value, rest = _parse(reply)
+    assert not rest
+    return value
+
+
+def _parse(data: bytes):
+    t, line_end = data[:1], data.index(b"\r\n")
+    head = data[1:line_end]
+    rest = data[line_end + 2:]
+    if t in b"+-":
+        return head, rest
+    if t == b":":
+        return int(head), rest
+    if t == b"_":
+        return None, rest
+    if t == b"$":
+        n = int(head)
+        if n < 0:
+            return None, rest
+        return rest[:n], rest[n + 2:]
+    if t in b"*~%":
+        n = int(head) * (2 if t == b"%" else 1)
+        if n < 0:
+            return None, rest
+        items = []
+        for _ in range(n):
+            item, rest = _parse(rest)
+            items.append(item)
+        return items, rest
+    raise AssertionError(f"unexpected reply {data!r}")
+
+
+def make_other_type(diff, key: str) -> None:
+    """A non-string value at ``key`` on both servers (skip if pykv has no other type yet)."""
+    for cmd in (("HSET", key, "f", "v"), ("LPUSH", key, "x"), ("SADD", key, "m"),
+                ("ZADD", key, "1", "m")):
+        real, ours = diff.both(*cmd)
+        if real == ours:
+            return
+        diff.real.call("DEL", key)
+    pytest.skip("no non-string data type in pykv yet")
+
+
+def same_sorted(diff, *args) -> list:
+    real, ours = diff.both(*args)
+    r, o = parse(real), parse(ours)
+    if isinstance(r, list):
+        assert sorted(o) == sorted(r), (args, r, o)
+    else:
+        assert o == r, (args, r, o)
+    return r
+
+
+# -- DEL, EXISTS, TYPE, TOUCH -------------------------------------------------------------
+def test_del_exists_touch(diff):
+    diff("MSET", "a", "1", "b", "2", "c", "3")
+    diff("EXISTS", "a", "b", "x", "a")
+    diff("TOUCH", "a", "x", "b")
+    diff("DEL", "a", "x", "a")
+    diff("UNLINK", "b", "c", "b")
+    diff("EXISTS", "a", "b", "c")
+    diff("DEL", "nothing")
+    diff("SET", "", "empty key")
+    diff("EXISTS", "")
+    diff("DEL", "")
+
+
+def test_type(diff):
+    diff("TYPE", "missing")
+    diff("SET", "s", "v")
+    diff("TYPE", "s")
+    diff("APPEND", "s", "x")
+    diff("TYPE", "s")
+    make_other_type(diff, "o")
+    diff("TYPE", "o")
+
+
+def test_type_resp3(diff3):
+    diff3("SET", "s", "v")
+    diff3("TYPE", "s")
+    diff3("TYPE", "missing")
+
+
+# -- KEYS and glob patterns ---------------------------------------------------------------
+GLOB_KEYS = [
+    "hello", "hallo", "hxllo", "hllo", "heeeello", "h\\llo", "a*b", "a?b", "a[b", "a]b",
+    "ab", "", "x", "-", "^", "\\", "[", "]", "foo:bar:baz", "FOO", "Foo", "café",
+    "\x00bin", "a\nb", "h-llo", "hZllo", "h^llo", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+]
+GLOB_PATTERNS = [
+    "*", "**", "h?llo", "h*llo", "h[ae]llo", "h[^e]llo", "h[a-b]llo", "h[b-a]llo", "h\\*llo",
+    "a\\*b", "a\\?b", "a[*]b", "a[[]b", "a[]]b", "a[\\]]b", "[", "[^", "[a-", "[a-]", "\\",
+    "a\\", "h[", "h[e", "h[^", "*o", "?", "??", "*:*:*", "foo*", "FOO", "f[oO]o", "[-]",
+    "[^]", "[\\-]", "h[\\^]llo", "*\\\\*", "[\\", "[x-", "\x00*", "a?b*", "*a*a*a*a*a*a*b",
+    "a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "h[A-Z]llo",
+    "[a-z]*", "*[^a-z]*", "caf?", "caf??", "", "[!]", "[z-a]*", "*\\",
+]
+
+
+def test_keys_patterns(diff):
+    for key in GLOB_KEYS:
+        diff("SET", key, "1")
+    for pattern in GLOB_PATTERNS:
+        same_sorted(diff, "KEYS", pattern)
+
+
+def test_keys_signed_char_ranges(diff):
+    for b in (0x00, 0x41, 0x61, 0x7F, 0x80, 0xC3, 0xFF):
+        diff("SET", bytes([b]), "1")
+    for pattern in (b"[a-\xff]", b"[\x80-a]", b"[\x00-\x7f]", b"[\x80-\xff]", b"[^a-\xff]",
+                    b"[\xff-\x00]", b"?", b"[\xc3]"):
+        same_sorted(diff, "KEYS", pattern)
+
+
+def test_keys_random_patterns(diff):
+    rng = random.Random(1234)
+    alphabet = "ab*?[]^-\\"
+    keys = {"".join(rng.choice("ab-^[]\\*?") for _ in range(rng.randrange(0, 6)))
+            for _ in range(60)}
+    for key in keys:
+        diff("SET", key, "1")
+    for _ in range(150):
+        pattern = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+        same_sorted(diff, "KEYS", pattern)
+
+
+def test_keys_skips_expired(diff):
+    diff("SET", "live", "1")
+    diff("SET", "dying", "1", "PX", "1")
+    time.sleep(0.01)
+    same_sorted(diff, "KEYS", "*")
+    diff("EXISTS", "dying")  # DBSIZE before this would depend on active expiry timing
+    diff("DBSIZE")
+
+
+# -- SCAN -------------------------------------------------------------------------------
+def full_scan(client, *opts) -> tuple[list[bytes], int]:
+    cursor = b"0"
+    seen: list[bytes] = []
+    calls = 0
+    while True:
+        cursor, batch = parse(client.call("SCAN", cursor, *opts))
+        seen.extend(batch)
+        calls += 1
+        if cursor == b"0":
+            return seen, calls
+
+
+def test_scan_errors(diff):
+    diff("SET", "k", "v")
+    for args in [("abc",), ("-",), (" 1",), ("1 ",), ("18446744073709551616",), ("0x1",),
+                 ("0", "COUNT"), ("0", "COUNT", "0"), ("0", "COUNT", "-1"),
+                 ("0", "COUNT", "x"), ("0", "MATCH"), ("0", "TYPE"), ("0", "FOO", "bar"),
+                 ("0", "COUNT", "1", "junk"), ("x", "COUNT", "0"),
+                 ("0", "COUNT", "9223372036854775808")]:
+        diff("SCAN", *args)
+
+
+def test_scan_full_iteration(diff):
+    for i in range(300):
+        diff.real.call("SET", f"key:{i}", i)
+        diff.ours.call("SET", f"key:{i}", i)
+    make_other_type(diff, "other")
+    expected = parse(diff.real.call("KEYS", "*"))
+    for opts in [(), ("COUNT", "1"), ("COUNT", "7"), ("COUNT", "1000")]:
+        seen, _ = full_scan(diff.ours, *opts)
+        assert sorted(set(seen)) == sorted(expected)
+    for opts in [("MATCH", "key:1*"), ("TYPE", "string"), ("TYPE", "STRING"),
+                 ("MATCH", "key:2?", "COUNT", "3"), ("TYPE", "nosuchtype"), ("MATCH", "*")]:
+        real_seen, _ = full_scan(diff.real, *opts)
+        ours_seen, _ = full_scan(diff.ours, *opts)
+        assert sorted(set(ours_seen)) == sorted(set(real_seen)), opts
+    real_seen, _ = full_scan(diff.real, "TYPE", parse(diff.real.call("TYPE", "other")))
+    ours_seen, _ = full_scan(diff.ours, "TYPE", parse(diff.ours.call("TYPE", "other")))
+    assert ours_seen == real_seen == [b"other"]
+
+
+def test_scan_reply_shape(diff, diff3):
+    diff("SCAN", "0")
+    diff3("SCAN", "0")
+    diff("SET", "k", "v")
+    diff("SCAN", "0", "COUNT", "100")
+    diff3("SCAN", "0", "COUNT", "100")
+    diff("SCAN", "0", "MATCH", "nomatch", "COUNT", "100")
+
+
+def test_scan_guarantee_under_changes(raw):
+    """Every key present for the whole iteration comes back, whatever changes meanwhile."""
+    rng = random.Random(99)
+    stable = {f"stable:{i}".encode() for i in range(500)}
+    for key in stable:
+        raw.call("SET", key, "1")
+    churn = [f"churn:{i}".encode() for i in range(500)]
+    seen: set[bytes] = set()
+    cursor = b"0"
+    calls = 0
+    while True:
+        cursor, batch = parse(raw.call("SCAN", cursor, "COUNT", rng.choice([1, 5, 20])))
+        seen.update(batch)
+        calls += 1
+        for _ in range(5):
+            key = rng.choice(churn)
+            if rng.random() < 0.5:
+                raw.call("SET", key, "x")
+            else:
+                raw.call("DEL", key)
+        if calls == 10:
+            raw.call("SCAN", "0")  # another iteration starting meanwhile
+        if cursor == b"0":
+            break
+    assert stable <= seen
+    assert calls < 600
+    # nothing returned that never existed
+    assert all(k.startswith((b"stable:", b"churn:")) for k in seen)
+
+
+def test_scan_skips_and_deletes_expired(raw):
+    raw.call("SET", "live", "1")
+    for i in range(20):
+        raw.call("SET", f"gone:{i}", "1", "PX", "1")
+    time.sleep(0.01)
+    seen, _ = full_scan(raw, "COUNT", "100")
+    assert seen == [b"live"]
+    assert parse(raw.call("DBSIZE")) == 1
+
+
+# -- RANDOMKEY ----------------------------------------------------------------------------
+def test_randomkey(diff, raw):
+    diff("RANDOMKEY")
+    diff("SET", "only", "1")
+    diff("RANDOMKEY")
+    for i in range(10):
+        raw.call("SET", f"k{i}", "1")
+    got = {parse(raw.call("RANDOMKEY")) for _ in range(60)}
+    assert got <= {f"k{i}".encode() for i in range(10)} | {b"only"}
+    assert len(got) > 3
+    raw.call("FLUSHALL")
+    raw.call("SET", "a", "1", "PX", "1")
+    raw.call("SET", "b", "1")
+    time.sleep(0.01)
+    assert {parse(raw.call("RANDOMKEY")) for _ in range(10)} == {b"b"}
+
+
+def test_randomkey_resp3(diff3):
+    diff3("RANDOMKEY")
+
+
+# -- RENAME, RENAMENX, MOVE, COPY ---------------------------------------------------------
+def test_rename(diff):
+    diff("RENAME", "missing", "x")
+    diff("RENAMENX", "missing", "x")
+    diff("RENAME", "missing", "missing")
+    diff("SET", "a", "1")
+    diff("RENAME", "a", "a")
+    diff("RENAMENX", "a", "a")
+    diff("RENAME", "a", "b")
+    diff("MGET", "a", "b")
+    diff("SET", "c", "3", "EX", "100")
+    diff("RENAME", "c", "b")
+    diff("TTL", "b")
+    diff("GET", "b")
+    diff("SET", "d", "4")
+    diff("RENAMENX", "d", "b")
+    diff("RENAMENX", "d", "e")
+    diff("MGET", "b", "d", "e")
+    diff("SET", "f", "5")
+    diff("RENAME", "b", "f")
+    diff("TTL", "f")
+    make_other_type(diff, "o")
+    diff("RENAME", "o", "p")
+    diff("TYPE", "p")
+
+
+def test_move(diff):
+    diff("SET", "k", "v", "EX", "100")
+    diff("MOVE", "k", "0")
+    diff("MOVE", "k", "16")
+    diff("MOVE", "k", "-1")
+    diff("MOVE", "k", "x")
+    diff("MOVE", "k", "4294967296")
+    diff("MOVE", "missing", "1")
+    diff("MOVE", "missing", "99")
+    diff("MOVE", "k", "1")
+    diff("EXISTS", "k")
+    diff("SELECT", "1")
+    diff("GET", "k")
+    diff("TTL", "k")
+    diff("SET", "k2", "db1")
+    diff("SELECT", "0")
+    diff("SET", "k2", "db0")
+    diff("MOVE", "k2", "1")
+    diff("GET", "k2")
+    diff("SELECT", "1")
+    diff("FLUSHALL")
+    diff("SELECT", "0")
+
+
+def test_copy(diff):
+    diff("COPY", "missing", "x")
+    diff("SET", "a", "1", "EX", "100")
+    diff("COPY", "a", "a")
+    diff("COPY", "a", "a", "DB", "0")
+    diff("COPY", "a", "b")
+    diff("TTL", "b")
+    diff("GET", "b")
+    diff("COPY", "a", "b")
+    diff("SET", "a", "2")
+    diff("COPY", "a", "b", "REPLACE")
+    diff("GET", "b")
+    diff("TTL", "b")
+    diff("COPY", "a", "b", "FOO")
+    diff("COPY", "a", "b", "DB")
+    diff("COPY", "a", "b", "DB", "x")
+    diff("COPY", "a", "b", "DB", "16")
+    diff("COPY", "a", "b", "DB", "-1")
+    diff("COPY", "a", "a", "DB", "1")
+    diff("COPY", "a", "c", "db", "1", "replace")
+    diff("COPY", "a", "c", "DB", "1")
+    diff("SELECT", "1")
+    diff("GET", "c")
+    diff("FLUSHALL")
+    diff("SELECT", "0")
+    diff("APPEND", "raw", "x")
+    diff("COPY", "raw", "raw2")
+    diff("APPEND", "raw2", "y")
+    diff("MGET", "raw", "raw2")
+    diff("OBJECT", "ENCODING", "raw2")
+    make_other_type(diff, "o")
+    diff("COPY", "o", "o2")
+    diff("TYPE", "o2")
+    diff("OBJECT", "ENCODING", "o2")
+
+
+# -- EXPIRE family ------------------------------------------------------------------------
+@pytest.mark.parametrize("cmd", ["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"])
+def test_expire_argument_errors(diff, cmd):
+    diff("SET", "k", "v")
+    for args in [("abc",), ("1.5",), ("",), (BIG,), (SMALL,), ("9223372036854775",),
+                 ("9223372036854776",), ("-9223372036854775",), ("-9223372036854776",),
+                 ("100", "FOO"), ("100", "NX", "XX"), ("100", "NX", "GT"), ("100", "LT", "NX"),
+                 ("100", "GT", "LT"), ("abc", "FOO"), ("abc", "NX", "XX"),
+                 ("9223372036854775806",), ("100", b"nx\x00junk"), ("100", b"bad\x00opt")]:
+        diff(cmd, "k", *args)
+        diff(cmd, "missing", *args)
+    diff("EXISTS", "k")
+
+
+def test_expire_flags(diff):
+    diff("SET", "k", "v")
+    diff("EXPIRE", "k", "100", "XX")
+    diff("EXPIRE", "k", "100", "GT")
+    diff("EXPIRE", "k", "100", "LT")
+    diff("TTL", "k")
+    diff("EXPIRE", "k", "200", "NX")
+    diff("EXPIRE", "k", "50", "GT")
+    diff("EXPIRE", "k", "200", "GT")
+    diff("TTL", "k")
+    diff("EXPIRE", "k", "300", "LT")
+    diff("EXPIRE", "k", "150", "LT")
+    diff("TTL", "k")
+    diff("EXPIRE", "k", "120", "XX", "LT")
+    diff("EXPIRE", "k", "500", "xx", "gt")
+    diff("TTL", "k")
+    diff("EXPIRE", "k", "500", "NX", "NX")
+    diff("PERSIST", "k")
+    diff("PERSIST", "k")
+    diff("PERSIST", "missing")
+    diff("TTL", "k")
+    diff("EXPIRE", "k", "-1", "LT")
+    diff("EXISTS", "k")
+
+
+def test_expire_in_the_past_deletes(diff):
+    for cmd, when in [("EXPIRE", "0"), ("EXPIRE", "-10"), ("PEXPIRE", "-1"),
+                      ("EXPIREAT", "1"), ("PEXPIREAT", "0"), ("EXPIREAT", SMALL[:-4])]:
+        diff("SET", "k", "v")
+        diff(cmd, "k", when)
+        diff("EXISTS", "k")
+        diff("TTL", "k")
+
+
+def test_ttl_family(diff):
+    for cmd in ("TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"):
+        diff(cmd, "missing")
+    diff("SET", "k", "v")
+    for cmd in ("TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"):
+        diff(cmd, "k")
+    diff("PEXPIREAT", "k", "99999999999499")
+    diff("EXPIRETIME", "k")
+    diff("PEXPIRETIME", "k")
+    diff("PEXPIREAT", "k", "99999999999500")
+    diff("EXPIRETIME", "k")
+    diff("EXPIREAT", "k", "99999999999")
+    diff("EXPIRETIME", "k")
+    diff("PEXPIRETIME", "k")
+    diff("EXPIRE", "k", "1000")
+    diff("TTL", "k")
+    r, o = (parse(x) for x in diff.both("PTTL", "k"))
+    assert abs(r - o) < 1000 and 998_000 < o <= 1_000_000
+
+
+def test_ttl_rounding(raw):
+    raw.call("SET", "k", "v", "PX", "1600")
+    assert parse(raw.call("TTL", "k")) == 2
+    raw.call("SET", "k", "v", "PX", "1400")
+    assert parse(raw.call("TTL", "k")) == 1
+
+
+def test_lazy_expiry_visible(diff):
+    diff("SET", "k", "v", "PX", "30")
+    diff("SET", "k2", "v", "PX", "30")
+    time.sleep(0.06)
+    diff("GET", "k")
+    diff("EXISTS", "k2")
+    diff("TTL", "k2")
+    diff("DBSIZE")
+
+
+# -- OBJECT, WAIT -------------------------------------------------------------------------
+def test_object(diff):
+    diff("OBJECT", "ENCODING", "missing")
+    diff("OBJECT", "REFCOUNT", "missing")
+    diff("OBJECT", "IDLETIME", "missing")
+    diff("OBJECT", "FREQ", "missing")
+    diff("SET", "k", "v")
+    diff("OBJECT", "IDLETIME", "k")
+    diff("OBJECT", "FREQ", "k")
+    diff("OBJECT", "HELP")
+    diff("OBJECT", "help")
+    diff("OBJECT")
+    diff("OBJECT", "NOSUCH", "k")
+    diff("OBJECT", "ENCODING")
+    diff("OBJECT", "ENCODING", "k", "extra")
+    diff("OBJECT", "HELP", "extra")
+
+
+def test_object_resp3(diff3):
+    diff3("OBJECT", "ENCODING", "missing")
+    diff3("OBJECT", "HELP")
+
+
+def test_wait(diff):
+    diff("WAIT", "0", "0")
+    diff("WAIT", "0", "100")
+    diff("WAIT", "-1", "0")
+    diff("WAIT", "x", "0")
+    diff("WAIT", "0", "x")
+    diff("WAIT", "0", "-1")
+    diff("WAIT", "0", "1.5")
+    diff("WAIT", "x", "-1")
+    diff("WAIT", "0", BIG)
+    start = time.monotonic()
+    diff("WAIT", "1", "50")
+    assert time.monotonic() - start >= 0.05
+
+
+# -- randomised differential run ----------------------------------------------------------
+def _random_command(rng: random.Random) -> tuple:
+    keys = ["a", "b", "c", "", "\x00k", "num", "f"]
+    values = ["", "0", "1", "-1", "10", BIG, SMALL, "9223372036854775808", "1.5", "abc",
+              "\x00\xff", "x" * 50, "3e2", " 7", "007"]
+    k = rng.choice(keys)
+    v = rng.choice(values)
+    n = str(rng.choice([0, 1, -1, 2, 5, -5, 100, 10**6, BIG, SMALL, "x", "1.0", ""]))
+    choices = [
+        ("SET", k, v), ("GET", k), ("APPEND", k, v), ("STRLEN", k), ("INCR", k),
+        ("DECR", k), ("INCRBY", k, n), ("DECRBY", k, n), ("INCRBYFLOAT", k, v),
+        ("GETRANGE", k, n, rng.choice(["-1", "0", "3", n])), ("SETRANGE", k, n, v),
+        ("GETSET", k, v), ("GETDEL", k), ("MSET", k, v, rng.choice(keys), v),
+        ("MSETNX", k, v), ("MGET", k, rng.choice(keys)), ("SETNX", k, v),
+        ("DEL", k, rng.choice(keys)), ("EXISTS", k, k), ("TYPE", k),
+        ("RENAME", k, rng.choice(keys)), ("RENAMENX", k, rng.choice(keys)),
+        ("COPY", k, rng.choice(keys), *rng.choice([(), ("REPLACE",)])),
+        ("EXPIRE", k, rng.choice(["1000", "-1", BIG, "x"]),
+         *rng.choice([(), ("NX",), ("XX",), ("GT",), ("LT",), ("GT", "LT")])),
+        ("PERSIST", k), ("TTL", k), ("OBJECT", "ENCODING", k), ("LCS", k, rng.choice(keys)),
+        ("SET", k, v, *rng.choice([("NX",), ("XX",), ("GET",), ("KEEPTTL",), ("EX", n),
+                                    ("PX", n), ("XX", "GET"), ("EX", "100", "KEEPTTL")])),
+        ("GETEX", k, *rng.choice([(), ("PERSIST",), ("EX", "100"), ("EX", n)])),
+        ("SETEX", k, n, v), ("ZADD", k, "1", "m"), ("LPUSH", k, v),
+    ]
+    return rng.choice(choices)
+
+
+def test_random_differential(diff):
+    rng = random.Random(20240601)
+    supported: dict[str, bool] = {}
+    for _ in range(1500):
+        cmd = _random_command(rng)
+        name = cmd[0]
+        if name in ("ZADD", "LPUSH"):
+            if name not in supported:
+                real, ours = diff.both(name, "__probe__", *(("1", "m") if name == "ZADD"
+                                                             else ("x",)))
+                supported[name] = real == ours
+                diff.real.call("DEL", "__probe__")
+                diff.ours.call("DEL", "__probe__")
+            if not supported[name]:
+                continue
+        diff(*cmd)
+    same_sorted(diff, "KEYS", "*")
+
+
+@pytest.fixture
+def lfu_policy(diff):
+    """maxmemory-policy allkeys-lfu on both servers (skip until pykv has CONFIG SET)."""
+    real, ours = diff.both("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    if real != ours:
+        diff.real.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        pytest.skip("pykv has no CONFIG SET maxmemory-policy yet")
+    yield
+    diff.real.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+    diff.ours.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+
+
+def test_object_under_lfu_policy(diff, lfu_policy):
+    diff("SET", "k", "v")
+    diff("OBJECT", "FREQ", "k")
+    diff("OBJECT", "IDLETIME", "k")
+    diff("OBJECT", "FREQ", "missing")
+    diff("OBJECT", "IDLETIME", "missing")
+
+
+def _drain_events(sub) -> list[bytes]:
+    """The events delivered so far: a PING's answer comes after them (same connection)."""
+    sub.send_raw(b"*1\r\n$4\r\nPING\r\n")
+    out = []
+    while True:
+        msg = parse(sub.read_reply())
+        if msg[0] == b"pong":
+            return out
+        out.append(b" ".join(msg[2:]))
+
+
+def test_keyspace_events_match_redis(diff, real_redis, pykv_proc):
+    """The events (class, name, key) each command raises, as a subscriber sees them."""
+    from support.resp import RawClient
+
+    real, ours = diff.both("CONFIG", "SET", "notify-keyspace-events", "KEAm")
+    if real != ours:
+        diff.real.call("CONFIG", "SET", "notify-keyspace-events", "")
+        pytest.skip("pykv has no notify-keyspace-events yet")
+    subs = [RawClient(port=real_redis.port), RawClient(port=pykv_proc.port)]
+    try:
+        replies = [s.call("PSUBSCRIBE", "__keyevent@*__:*") for s in subs]
+        if replies[0] != replies[1]:
+            pytest.skip("pykv has no PSUBSCRIBE yet")
+        script = [
+            ("SET", "a", "1"), ("SET", "a", "2", "EX", "100"), ("SET", "a", "3", "NX"),
+            ("GET", "missing"), ("MGET", "a", "missing"), ("INCR", "n"), ("DECRBY", "n", 2),
+            ("INCRBYFLOAT", "n", "1.5"), ("APPEND", "s", "x"), ("SETRANGE", "s", 3, "y"),
+            ("GETSET", "s", "z"), ("GETEX", "s", "EX", "50"), ("GETEX", "s", "PERSIST"),
+            ("GETDEL", "s"), ("MSET", "p", "1", "q", "2"), ("MSETNX", "r", "1"),
+            ("RENAME", "p", "p2"), ("COPY", "p2", "p3"), ("MOVE", "p3", "2"),
+            ("EXPIRE", "q", "100"), ("PERSIST", "q"), ("EXPIRE", "q", "-1"),
+            ("DEL", "a", "r", "zz"), ("UNLINK", "p2"), ("EXISTS", "zz"), ("TYPE", "zz"),
+            ("OBJECT", "ENCODING", "zz"), ("SET", "t", "1", "PXAT", "1"), ("GET", "t"),
+            ("SETEX", "u", "10", "v"), ("GETEX", "u", "PXAT", "1"), ("TOUCH", "zz"),
+        ]
+        for cmd in script:
+            diff(*cmd)
+            got = [_drain_events(s) for s in subs]
+            assert got[1] == got[0], (cmd, got[0], got[1])
+    finally:
+        for s in subs:
+            s.close()
+        diff.real.call("CONFIG", "SET", "notify-keyspace-events", "")
+        diff.ours.call("CONFIG", "SET", "notify-keyspace-events", "")

@@ -1,0 +1,229 @@
+"""Pub/Sub compared byte for byte with real redis-server 7.0, RESP2 and RESP3.
+
+Each test drives two connection pairs: ``diff`` (the subscriber) and ``pub`` (another client
+publishing); ``expect`` reads the next out-of-band message from both subscribers and
+compares them.
+"""
+from __future__ import annotations
+
+import pytest
+from support.resp import RawClient
+
+
+@pytest.fixture
+def pub(diff, real_redis, pykv_proc):
+    pair = type(diff)(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    yield pair
+    pair.real.close()
+    pair.ours.close()
+
+
+def expect(pair) -> bytes:
+    """The next pushed message on both servers' connections: must be the same bytes."""
+    real = pair.real.read_reply()
+    ours = pair.ours.read_reply()
+    assert ours == real, f"\n  redis: {real!r}\n  pykv:  {ours!r}"
+    return real
+
+
+def nothing_pending(pair) -> None:
+    """Neither side has anything more to read (checked with a PING round trip)."""
+    pair("PING")
+
+
+def test_subscribe_publish_unsubscribe(diff, pub):
+    diff.raw(b"*3\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$1\r\nb\r\n", replies=2)
+    pub("PUBLISH", "a", "hello")
+    expect(diff)
+    pub("PUBLISH", "b", b"bin\x00\r\n")
+    expect(diff)
+    pub("PUBLISH", "nobody", "x")
+    diff("UNSUBSCRIBE", "a")
+    pub("PUBLISH", "a", "gone")
+    diff("UNSUBSCRIBE", "b")
+    diff("UNSUBSCRIBE")  # none left: [unsubscribe, nil, 0]
+    diff("GET", "k")  # back to normal mode
+
+
+def test_subscribe_same_channel_twice(diff, pub):
+    diff("SUBSCRIBE", "a")
+    diff("SUBSCRIBE", "a")
+    pub("PUBLISH", "a", "once")
+    expect(diff)
+    diff("UNSUBSCRIBE", "a")
+    diff("UNSUBSCRIBE", "a")
+
+
+def test_resp2_subscribed_mode_restrictions(diff):
+    diff("SUBSCRIBE", "a")
+    diff("GET", "k")
+    diff("SET", "k", "v")
+    diff("PING")
+    diff("PING", "hi")
+    diff("PUBLISH", "a", "x")
+    diff("UNSUBSCRIBE")
+    diff("PING")
+
+
+def test_psubscribe_patterns(diff, pub):
+    diff.raw(b"*3\r\n$10\r\nPSUBSCRIBE\r\n$5\r\nnews*\r\n$5\r\nh?llo\r\n", replies=2)
+    diff("SUBSCRIBE", "news.tech")
+    pub("PUBLISH", "news.tech", "m1")  # channel and pattern: two deliveries
+    expect(diff)
+    expect(diff)
+    pub("PUBLISH", "hallo", "m2")
+    expect(diff)
+    pub("PUBLISH", "other", "m3")
+    diff("PUNSUBSCRIBE", "news*")
+    pub("PUBLISH", "news.tech", "m4")
+    expect(diff)
+    diff("PUNSUBSCRIBE", "h?llo")
+    diff("UNSUBSCRIBE", "news.tech")
+    diff("PUNSUBSCRIBE")
+
+
+def test_publish_counts_pattern_and_channel_receivers(diff, pub, real_redis, pykv_proc):
+    diff("SUBSCRIBE", "c")
+    third = type(diff)(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    third("PSUBSCRIBE", "*")
+    third("PSUBSCRIBE", "c*")
+    pub("PUBLISH", "c", "x")  # 1 channel + 2 patterns
+    expect(diff)
+    # Redis walks its pattern table in hash order: compare the two deliveries as a set
+    real = sorted(third.real.read_reply() for _ in range(2))
+    ours = sorted(third.ours.read_reply() for _ in range(2))
+    assert ours == real
+    third.real.close()
+    third.ours.close()
+
+
+def test_resp3_push_interleaved_with_replies(diff3, real_redis, pykv_proc):
+    diff3("SUBSCRIBE", "a")
+    diff3("SET", "k", "v")  # allowed in RESP3
+    diff3("GET", "k")
+    diff3("PUBLISH", "a", "to-myself")  # the push comes before the PUBLISH reply
+    expect(diff3)
+    diff3("PSUBSCRIBE", "a*")
+    diff3("PUBLISH", "a", "twice")
+    expect(diff3)
+    expect(diff3)
+    diff3("UNSUBSCRIBE")
+    diff3("PUNSUBSCRIBE")
+    diff3("UNSUBSCRIBE")
+
+
+def test_shard_channels(diff, pub):
+    diff("SSUBSCRIBE", "s1")
+    diff("SUBSCRIBE", "c1")  # the counts differ: shard vs classic
+    diff("SSUBSCRIBE", "s2")
+    pub("SPUBLISH", "s1", "shard-msg")
+    expect(diff)
+    pub("PUBLISH", "s1", "not-shard")
+    pub("SPUBLISH", "c1", "not-classic")
+    pub("PUBSUB", "SHARDNUMSUB", "s1", "s2", "c1")
+    pub("PUBSUB", "SHARDCHANNELS", "s1")
+    pub("PUBSUB", "SHARDCHANNELS", "z*")
+    diff("SUNSUBSCRIBE", "s1")
+    diff("SUNSUBSCRIBE", "s2")
+    diff("SUNSUBSCRIBE")
+    diff("UNSUBSCRIBE", "c1")
+
+
+def test_pubsub_introspection(diff, pub):
+    diff("SUBSCRIBE", "chan")
+    diff("PSUBSCRIBE", "p*")
+    pub("PUBSUB", "CHANNELS")
+    pub("PUBSUB", "CHANNELS", "ch*")
+    pub("PUBSUB", "CHANNELS", "x*")
+    pub("PUBSUB", "NUMSUB")
+    pub("PUBSUB", "NUMSUB", "chan", "nochan", "chan")
+    pub("PUBSUB", "NUMPAT")
+    pub("PUBSUB", "SHARDNUMSUB")
+    pub("PUBSUB", "HELP")
+    diff("UNSUBSCRIBE")
+    diff("PUNSUBSCRIBE")
+    pub("PUBSUB", "CHANNELS")
+    pub("PUBSUB", "NUMPAT")
+
+
+def test_pubsub_errors(diff):
+    diff("PUBSUB")
+    diff("PUBSUB", "FOO")
+    diff("PUBSUB", "CHANNELS", "a", "b")
+    diff("PUBSUB", "SHARDCHANNELS", "a", "b")
+    diff("PUBSUB", "NUMPAT", "x")
+    diff("PUBLISH", "a")
+    diff("SUBSCRIBE")
+    diff("PSUBSCRIBE")
+    diff("SSUBSCRIBE")
+    diff("SPUBLISH", "a")
+
+
+def test_pubsub_introspection_resp3(diff3):
+    diff3("PUBSUB", "NUMSUB", "a")
+    diff3("PUBSUB", "CHANNELS")
+    diff3("PUBLISH", "nobody", "x")
+
+
+def test_unsubscribe_all_many_channels(diff, pub):
+    diff.raw(b"*4\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", replies=3)
+    # Redis walks its hash table: compare the replies as a set, the counts in order
+    for side in (diff.real, diff.ours):
+        side.send_raw(b"*1\r\n$11\r\nUNSUBSCRIBE\r\n")
+    real = [diff.real.read_reply() for _ in range(3)]
+    ours = [diff.ours.read_reply() for _ in range(3)]
+    assert sorted(r.split(b"\r\n")[4] for r in ours) == \
+        sorted(r.split(b"\r\n")[4] for r in real) == [b"a", b"b", b"c"]
+    assert [r.split(b"\r\n")[5] for r in ours] == [r.split(b"\r\n")[5] for r in real]
+    pub("PUBLISH", "a", "x")
+    diff("PING")
+
+
+def test_reset_leaves_subscriptions(diff, pub):
+    from pykv.commands.registry import TABLE
+
+    if TABLE.get(b"reset") is None:
+        pytest.skip("RESET is not implemented yet")
+    diff("SUBSCRIBE", "a")
+    diff("RESET")
+    pub("PUBSUB", "NUMSUB", "a")
+    diff("GET", "k")
+
+
+def test_disconnect_drops_subscriptions(pub, real_redis, pykv_proc):
+    subs = [RawClient(port=port) for port in (real_redis.port, pykv_proc.port)]
+    for s in subs:
+        s.call("SUBSCRIBE", "gone")
+        s.close()
+    # PUBLISH answers 0 once the server has noticed the disconnects
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        real, ours = pub.both("PUBLISH", "gone", "x")
+        if real == ours == b":0\r\n":
+            return
+        time.sleep(0.05)
+    raise AssertionError((real, ours))
+
+
+def test_slow_subscriber_disconnected_at_hard_limit(pub, real_redis, pykv_proc):
+    """client-output-buffer-limit pubsub: a subscriber that never reads is dropped."""
+    pub("CONFIG", "SET", "client-output-buffer-limit", "pubsub 262144 0 0")
+    subs = [RawClient(port=port) for port in (real_redis.port, pykv_proc.port)]
+    try:
+        for s in subs:
+            s.call("SUBSCRIBE", "flood")
+            s.sock.setsockopt(__import__("socket").SOL_SOCKET,
+                              __import__("socket").SO_RCVBUF, 4096)
+        payload = "x" * 16384
+        for _ in range(400):  # ~6.5 MB: far beyond what the socket buffers hold
+            real, ours = pub.both("PUBLISH", "flood", payload)
+            if real == ours == b":0\r\n":
+                break
+        pub("PUBSUB", "NUMSUB", "flood")
+        pub("PUBLISH", "flood", "after")
+    finally:
+        for s in subs:
+            s.close()
+        pub("CONFIG", "SET", "client-output-buffer-limit", "pubsub 33554432 8388608 60")

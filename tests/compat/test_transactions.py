@@ -1,0 +1,351 @@
+"""MULTI/EXEC/DISCARD/WATCH/UNWATCH compared byte for byte with real redis-server 7.0."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.resp import RawClient
+
+from pykv.commands import load_all_commands
+from pykv.commands.registry import TABLE
+
+load_all_commands()
+
+
+def need(*names: str) -> None:
+    for name in names:
+        if TABLE.get(name.encode()) is None:
+            pytest.skip(f"{name.upper()} is not implemented in pykv yet")
+
+
+@pytest.fixture
+def other(diff, real_redis, pykv_proc):
+    """A second connection pair (another client) on the same two servers."""
+    pair = type(diff)(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    yield pair
+    pair.real.close()
+    pair.ours.close()
+
+
+def test_multi_exec_basic(diff):
+    diff("MULTI")
+    diff("SET", "k", "1")
+    diff("INCR", "k")
+    diff("GET", "k")
+    diff("PING")
+    diff("EXEC")
+    diff("GET", "k")
+
+
+def test_multi_exec_resp3(diff3):
+    diff3("MULTI")
+    diff3("SET", "k", "v")
+    diff3("GET", "missing")
+    diff3("EXEC")
+
+
+def test_empty_transaction_and_discard(diff):
+    diff("MULTI")
+    diff("EXEC")
+    diff("MULTI")
+    diff("SET", "k", "v")
+    diff("DISCARD")
+    diff("GET", "k")
+    diff("EXEC")
+    diff("DISCARD")
+
+
+def test_state_errors(diff):
+    diff("EXEC")
+    diff("DISCARD")
+    diff("MULTI")
+    diff("MULTI")  # nested: an error, but it does not abort the transaction
+    diff("WATCH", "k")  # likewise
+    diff("SET", "k", "v")
+    diff("EXEC")
+    diff("GET", "k")
+
+
+def test_queue_time_errors_abort(diff):
+    diff("MULTI")
+    diff("SET", "k", "v")
+    diff("SET", "k")  # arity
+    diff("EXEC")
+    diff("GET", "k")
+    diff("MULTI")
+    diff("NOSUCHCOMMAND", "a", "b")
+    diff("SET", "k", "v")
+    diff("EXEC")
+    diff("EXISTS", "k")
+    diff("MULTI")
+    diff("CONFIG", "NOSUCHSUB")
+    diff("EXEC")
+
+
+def test_runtime_errors_do_not_roll_back(diff):
+    diff("MULTI")
+    diff("SET", "a", "1")
+    diff("SET", "s", "notanumber")
+    diff("INCR", "s")
+    diff("INCR", "a")
+    diff("EXEC")
+    diff("GET", "a")
+
+
+def test_runtime_wrongtype(diff):
+    need("lpush")
+    diff("MULTI")
+    diff("SET", "a", "1")
+    diff("LPUSH", "a", "x")
+    diff("GET", "a")
+    diff("EXEC")
+
+
+def test_no_multi_command_refused(diff):
+    diff("MULTI")
+    diff("SET", "k", "v")
+    if TABLE.get(b"save") is not None:
+        diff("SAVE")  # flagged no-multi: refused and the transaction is dirty
+        diff("EXEC")
+    else:
+        diff("DISCARD")
+    diff("EXISTS", "k")
+
+
+def test_watch_untouched_key_executes(diff):
+    diff("SET", "k", "1")
+    diff("WATCH", "k", "other")
+    diff("MULTI")
+    diff("INCR", "k")
+    diff("EXEC")
+    diff("GET", "k")
+
+
+def test_watch_touched_by_other_client(diff, other):
+    diff("SET", "k", "1")
+    diff("WATCH", "k")
+    other("SET", "k", "2")
+    diff("MULTI")
+    diff("INCR", "k")
+    diff("EXEC")
+    diff("GET", "k")
+    # the failed EXEC unwatched everything: the next transaction runs
+    diff("MULTI")
+    diff("INCR", "k")
+    diff("EXEC")
+
+
+def test_watch_touched_resp3_null(diff3, real_redis, pykv_proc):
+    diff3("WATCH", "k")
+    diff3("SET", "k", "by-myself")  # a change by the watching client counts too
+    diff3("MULTI")
+    diff3("GET", "k")
+    diff3("EXEC")
+
+
+def test_watch_missing_key_then_created(diff, other):
+    diff("WATCH", "k")
+    other("SET", "k", "x")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+
+
+def test_watch_delete_and_noop_delete(diff, other):
+    diff("SET", "k", "1")
+    diff("WATCH", "k", "nothere")
+    other("DEL", "nothere")  # deleting a missing key is no change
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+    diff("WATCH", "k")
+    other("DEL", "k")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+
+
+def test_unwatch(diff, other):
+    diff("SET", "k", "1")
+    diff("WATCH", "k")
+    other("SET", "k", "2")
+    diff("UNWATCH")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+
+
+def test_discard_unwatches(diff, other):
+    diff("WATCH", "k")
+    diff("MULTI")
+    diff("DISCARD")
+    other("SET", "k", "2")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+
+
+def test_watch_is_per_database(diff, other):
+    diff("SET", "k", "1")
+    diff("WATCH", "k")
+    other("SELECT", "1")
+    other("SET", "k", "db1")  # same name, other database: not a change
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+    diff("SELECT", "1")
+    diff("WATCH", "k")  # watch in db 1, then touch from db 1
+    other("SET", "k", "again")
+    diff("SELECT", "0")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+    other("FLUSHALL")
+
+
+def test_watch_expired_between_watch_and_exec(diff):
+    diff("SET", "k", "v", "PX", "60")
+    diff("WATCH", "k")
+    time.sleep(0.15)
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_watch_already_expired_key(diff, other):
+    diff("SET", "k", "v", "PX", "10")
+    time.sleep(0.05)
+    diff("WATCH", "k")  # already logically expired when watched
+    other("GET", "k")  # lazy expiry deletes it: logically no change
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_watch_already_expired_key_then_recreated(diff, other):
+    diff("SET", "k", "v", "PX", "10")
+    time.sleep(0.05)
+    diff("WATCH", "k")
+    other("SET", "k", "new")
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_watch_expire_command_touches(diff, other):
+    diff("SET", "k", "v")
+    diff("WATCH", "k")
+    other("EXPIRE", "k", "100")
+    diff("MULTI")
+    diff("TTL", "k")
+    diff("EXEC")
+
+
+def test_flushall_touches_existing_watched_keys(diff, other):
+    diff("SET", "k", "v")
+    diff("WATCH", "k")
+    other("FLUSHALL")
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_flushall_does_not_touch_missing_watched_keys(diff, other):
+    other("SET", "unrelated", "v")
+    diff("WATCH", "k")
+    other("FLUSHALL")
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_flushdb_touches(diff, other):
+    need("flushdb")
+    diff("SET", "k", "v")
+    diff("WATCH", "k")
+    other("SELECT", "1")
+    other("FLUSHDB")  # another database: no change
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+    diff("WATCH", "k")
+    other("SELECT", "0")
+    other("FLUSHDB")
+    diff("MULTI")
+    diff("PING")
+    diff("EXEC")
+
+
+def test_swapdb_touches(diff, other):
+    need("swapdb")
+    diff("WATCH", "k")
+    other("SELECT", "1")
+    other("SET", "k", "in-db1")
+    other("SWAPDB", "0", "1")  # k appears in db 0
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+    other("FLUSHALL")
+
+
+def test_blocking_command_inside_multi_does_not_block(diff):
+    need("blpop", "lpush")
+    diff("MULTI")
+    diff("BLPOP", "list", "0")
+    diff("LPUSH", "list", "a")
+    diff("BLPOP", "list", "0")
+    diff("EXEC")
+
+
+def test_select_inside_multi(diff):
+    diff("MULTI")
+    diff("SELECT", "2")
+    diff("SET", "k", "in2")
+    diff("EXEC")
+    diff("GET", "k")
+    diff("SELECT", "0")
+    diff("GET", "k")
+    diff("SELECT", "2")
+    diff("FLUSHALL")
+    diff("SELECT", "0")
+
+
+def test_pipelined_transaction(diff):
+    from support.resp import encode_command
+
+    data = b"".join(encode_command(*c) for c in (
+        ("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("GET", "a"), ("EXEC",)))
+    diff.raw(data, replies=5)
+
+
+def test_subscribe_inside_multi(diff):
+    diff("MULTI")
+    diff("SUBSCRIBE", "ch")
+    diff("EXEC")
+    diff("UNSUBSCRIBE")
+
+
+def test_ssubscribe_inside_multi_refused(diff):
+    diff("MULTI")
+    diff("SSUBSCRIBE", "ch")
+    diff("EXEC")
+
+
+def test_watch_arity_and_unwatch_in_multi(diff):
+    diff("WATCH")
+    diff("MULTI")
+    diff("UNWATCH")  # queued, like any other command
+    diff("EXEC")
+
+
+def test_exec_stats_errorstats_clean_disconnect(pykv_proc):
+    """A client that disconnects while watching and inside MULTI leaves no trace."""
+    c = RawClient(port=pykv_proc.port)
+    c.call("WATCH", "k1", "k2")
+    c.call("MULTI")
+    c.call("SET", "k1", "v")
+    c.close()
+    d = RawClient(port=pykv_proc.port)
+    assert d.call("SET", "k1", "v") == b"+OK\r\n"
+    assert d.call("DEL", "k1") == b":1\r\n"
+    d.close()

@@ -1,0 +1,320 @@
+"""The software fabric behaves like RC verbs where the protocol depends on it (§8)."""
+from __future__ import annotations
+
+import errno
+import os
+import select
+import socket
+import threading
+
+import pytest
+
+from pykv.rdma import softfabric as sf
+from pykv.rdma import verbs as v
+
+
+def qp_pair(**kw):
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    qa, qb = sf.SoftQP(a, **kw), sf.SoftQP(b, **kw)
+    qa.state = qb.state = sf.QPS_RTS
+    return qa, qb
+
+
+def settle(*qps):
+    """Run every NIC until no packet is in flight."""
+    for _ in range(100):
+        wq = [q.wire_fd for q in qps if q.write_fds()]
+        ready, writable, _ = select.select([q.wire_fd for q in qps if q.aux_fds()], wq, [], 0.05)
+        for q in qps:
+            if q.wire_fd in writable:
+                q.pump_write(q.wire_fd)
+        if not ready and not writable:
+            return
+        for q in qps:
+            if q.wire_fd in ready:
+                q.pump(q.wire_fd)
+
+
+@pytest.fixture
+def pair():
+    qa, qb = qp_pair()
+    yield qa, qb
+    for q in (qa, qb):
+        q.events_acked = q.events_reported
+        q.close()
+
+
+def test_write_with_imm_places_data_and_consumes_a_receive(pair):
+    qa, qb = pair
+    src = qa.reg_mr(4096, False)
+    dst = qb.reg_mr(4096, True)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(7, ctrl, 0, 32)
+    src.write(0, b"hello")
+    qa.post_write_imm(0, src, 0, 5, dst.addr + 100, dst.rkey, 5, True)
+    settle(qa, qb)
+    (wc,) = qb.poll(16)
+    assert (wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.imm) == \
+        (7, v.WC_SUCCESS, v.WC_RECV_RDMA_WITH_IMM, 5, 5)
+    assert dst.read(100, 5) == b"hello"
+    assert dst.read(105, 4) == bytes([sf.POISON]) * 4   # nothing beyond what was written
+    assert ctrl.read(0, 32) == bytes([sf.POISON]) * 32  # the receive buffer is untouched
+    (swc,) = qa.poll(16)
+    assert (swc.status, swc.opcode) == (v.WC_SUCCESS, v.WC_RDMA_WRITE)
+
+
+@pytest.mark.parametrize("case", ["rkey", "bounds", "access"])
+def test_remote_access_errors(pair, case):
+    qa, qb = pair
+    src = qa.reg_mr(4096, False)
+    dst = qb.reg_mr(4096, case != "access")
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(1, ctrl, 0, 32)
+    qb.post_recv(2, ctrl, 32, 32)
+    rkey = dst.rkey ^ 1 if case == "rkey" else dst.rkey
+    addr = dst.addr + (4000 if case == "bounds" else 0)
+    qa.post_write_imm(10, src, 0, 200, addr, rkey, 200, False)
+    qa.post_write_imm(11, src, 0, 1, dst.addr, dst.rkey, 1, False)
+    settle(qa, qb)
+    wcs = qa.poll(16)
+    assert [(w.wr_id, w.status) for w in wcs] == \
+        [(10, v.WC_REM_ACCESS_ERR), (11, v.WC_WR_FLUSH_ERR)]
+    assert qa.state == sf.QPS_ERR and qb.state == sf.QPS_ERR
+    assert sorted((w.wr_id, w.status) for w in qb.poll(16)) == \
+        [(1, v.WC_WR_FLUSH_ERR), (2, v.WC_WR_FLUSH_ERR)]
+    # posting on an errored QP flushes at once
+    qa.post_send(12, src, 0, 32, False)
+    assert [(w.wr_id, w.status) for w in qa.poll(4)] == [(12, v.WC_WR_FLUSH_ERR)]
+
+
+def test_rnr_without_retry_fails(pair):
+    qa, qb = pair
+    qb.peer_rnr_retry = 0
+    src = qa.reg_mr(64, False)
+    qa.post_send(3, src, 0, 32, True)
+    settle(qa, qb)
+    assert [(w.wr_id, w.status) for w in qa.poll(4)] == [(3, v.WC_RNR_RETRY_EXC_ERR)]
+
+
+def test_rnr_forever_stalls_in_order_until_a_receive_is_posted(pair):
+    qa, qb = pair
+    src = qa.reg_mr(64, False)
+    ctrl = qb.reg_mr(64, False)
+    src.write(0, b"A" * 32)
+    qa.post_send(1, src, 0, 32, True)
+    src.write(32, b"B" * 32)
+    qa.post_send(2, src, 32, 32, True)
+    settle(qa, qb)
+    assert qa.poll(4) == [] and qb.poll(4) == [] and qb.stats_rnr >= 1
+    qb.post_recv(50, ctrl, 0, 32)            # only one receive: the second SEND still waits
+    settle(qa, qb)
+    assert [w.wr_id for w in qb.poll(4)] == [50]
+    assert ctrl.read(0, 32) == b"A" * 32
+    assert [w.wr_id for w in qa.poll(4)] == [1]
+    qb.post_recv(51, ctrl, 32, 32)
+    settle(qa, qb)
+    assert [w.wr_id for w in qb.poll(4)] == [51] and [w.wr_id for w in qa.poll(4)] == [2]
+
+
+def test_send_larger_than_receive(pair):
+    qa, qb = pair
+    src = qa.reg_mr(64, False)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(5, ctrl, 0, 16)
+    qa.post_send(6, src, 0, 32, True)
+    settle(qa, qb)
+    assert [(w.wr_id, w.status) for w in qb.poll(4)] == [(5, v.WC_LOC_LEN_ERR)]
+    assert [(w.wr_id, w.status) for w in qa.poll(4)] == [(6, v.WC_REM_INV_REQ_ERR)]
+
+
+def test_queue_limits_and_unsignaled_release():
+    qa, qb = qp_pair(max_send_wr=4, max_recv_wr=2)
+    src = qa.reg_mr(64, False)
+    dst = qb.reg_mr(64, True)
+    ctrl = qb.reg_mr(64, False)
+    for i in range(2):
+        qb.post_recv(i, ctrl, 32 * i, 32)
+    with pytest.raises(v.VerbsError) as exc:
+        qb.post_recv(9, ctrl, 0, 32)
+    assert exc.value.errno == errno.ENOMEM
+    for _ in range(4):  # 4 unsignaled plain writes fill the SQ for good
+        qa.post_write(0, src, 0, 8, dst.addr, dst.rkey, False)
+    with pytest.raises(v.VerbsError):
+        qa.post_write(0, src, 0, 8, dst.addr, dst.rkey, True)
+    settle(qa, qb)
+    assert qa.poll(8) == []                    # acknowledged, but no completion: still full
+    with pytest.raises(v.VerbsError):
+        qa.post_write(0, src, 0, 8, dst.addr, dst.rkey, True)
+    for q in (qa, qb):
+        q.close()
+
+
+def test_signaled_completion_releases_earlier_unsignaled():
+    qa, qb = qp_pair(max_send_wr=4)
+    src = qa.reg_mr(64, False)
+    dst = qb.reg_mr(64, True)
+    for _ in range(3):
+        qa.post_write(0, src, 0, 8, dst.addr, dst.rkey, False)
+    qa.post_write(99, src, 0, 8, dst.addr, dst.rkey, True)
+    settle(qa, qb)
+    assert qa.sq_used == 4
+    assert [w.wr_id for w in qa.poll(4)] == [99]
+    assert qa.sq_used == 0
+    for q in (qa, qb):
+        q.close()
+
+
+def test_local_sge_is_checked(pair):
+    qa, _ = pair
+    src = qa.reg_mr(64, False)
+    with pytest.raises(v.VerbsError):
+        qa.post_send(1, src, 40, 32, True)
+
+
+def test_completion_channel_fires_once_per_arming(pair):
+    qa, qb = pair
+    src = qa.reg_mr(64, False)
+    dst = qb.reg_mr(64, True)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(0, ctrl, 0, 32)
+    qb.post_recv(1, ctrl, 32, 32)
+    qa.post_write_imm(0, src, 0, 1, dst.addr, dst.rkey, 1, False)
+    settle(qa, qb)
+    assert not qb.get_cq_event()        # not armed: no event, though a completion exists
+    qb.req_notify()
+    qa.post_write_imm(0, src, 0, 1, dst.addr, dst.rkey, 1, False)
+    qa.post_write_imm(0, src, 0, 1, dst.addr, dst.rkey, 1, False)
+    settle(qa, qb)
+    # two completions, one event; made while pumping, so the pumping caller is told
+    # through get_cq_event rather than a second wake-up on the fd
+    assert qb.get_cq_event() and not qb.get_cq_event()
+    assert len(qb.poll(8)) == 3
+    with pytest.raises(v.VerbsError):
+        qb.ack_cq_events(2)
+    qb.ack_cq_events(1)
+
+
+def test_completion_outside_pump_signals_the_fd(pair):
+    qa, qb = pair
+    src = qa.reg_mr(64, False)
+    qa.req_notify()
+    qa.state = sf.QPS_ERR
+    qa.post_send(9, src, 0, 32, True)   # flushed at once, outside any pump
+    assert select.select([qa.comp_fd], [], [], 0)[0]
+    assert qa.get_cq_event()
+    assert not select.select([qa.comp_fd], [], [], 0)[0]
+    qa.ack_cq_events(1)
+    assert [(w.wr_id, w.status) for w in qa.poll(4)] == [(9, v.WC_WR_FLUSH_ERR)]
+
+
+def test_wire_never_blocks_and_queues_output(pair):
+    qa, qb = pair
+    big = qa.reg_mr(4 << 20, False)
+    dst = qb.reg_mr(4 << 20, True)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(0, ctrl, 0, 32)
+    big.write(0, b"z" * (4 << 20))
+    qa.post_write_imm(0, big, 0, 4 << 20, dst.addr, dst.rkey, 4 << 20, True)  # returns at once
+    assert qa.write_fds() == [qa.wire_fd]
+    settle(qa, qb)
+    assert qa.write_fds() == []
+    (wc,) = qb.poll(4)
+    assert wc.byte_len == 4 << 20 and dst.read((4 << 20) - 3, 3) == b"zzz"
+
+
+def test_destroy_with_unacked_cq_event_fails():
+    qa, qb = qp_pair()
+    qa.req_notify()
+    qa._push(v.WorkCompletion(1, 0, v.WC_RECV))
+    assert qa.get_cq_event()
+    with pytest.raises(v.VerbsError, match="unacked"):
+        qa.close()
+    qb.close()
+
+
+def test_cq_overrun_is_fatal():
+    qa, qb = qp_pair(cq_size=2)
+    for i in range(3):
+        qa._push(v.WorkCompletion(i, 0, v.WC_RECV))
+    with pytest.raises(v.VerbsError, match="overrun"):
+        qa.poll(8)
+    qa.close()
+    qb.close()
+
+
+def test_vanished_peer_gives_retry_exceeded(pair):
+    qa, qb = pair
+    src = qa.reg_mr(64, False)
+    qb.sock.close()
+    settle(qa)
+    qa.post_send(4, src, 0, 32, False)
+    wcs = qa.poll(4)
+    assert [(w.wr_id, w.status) for w in wcs] == [(4, v.WC_RETRY_EXC_ERR)]
+    qb.closed = True
+    os.close(qb.comp_fd)
+
+
+def test_disconnect_reaches_peer_and_flushes_locally(pair):
+    qa, qb = pair
+    ctrl = qa.reg_mr(64, False)
+    qa.post_recv(3, ctrl, 0, 32)
+    qa.disconnect()
+    assert [(w.wr_id, w.status) for w in qa.poll(4)] == [(3, v.WC_WR_FLUSH_ERR)]
+    settle(qb)
+    assert qb.cm_events() == [v.CM_DISCONNECTED]
+
+
+def test_cm_listen_connect_accept(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYKV_SOFTRDMA_DIR", str(tmp_path))
+    be = sf.SoftBackend()
+    lst = be.listen("127.0.0.1", 7777, 16)
+    result = {}
+
+    def client():
+        try:
+            result["qp"] = be.connect("127.0.0.1", 7777, 5.0, lambda qp: None)
+        except Exception as exc:  # pragma: no cover - reported below
+            result["err"] = exc
+
+    t = threading.Thread(target=client)
+    t.start()
+    events = []
+    server_qp = None
+    while len(events) < 2:
+        ready, _, _ = select.select(lst.fds() + ([server_qp.wire_fd] if server_qp else []),
+                                    [], [], 5)
+        assert ready, f"no CM progress: {events}"
+        for fd in ready:
+            if server_qp is not None and fd == server_qp.wire_fd:
+                server_qp.pump(fd)
+            else:
+                lst.pump(fd)
+        while (ev := lst.get_event()) is not None:
+            events.append(ev.type)
+            if ev.type == v.CM_CONNECT_REQUEST:
+                server_qp = ev.request.create_qp(0)
+                assert ev.request.peer_address.startswith("127.0.0.1:")
+                ev.request.accept(server_qp)
+            ev.acknowledge()
+    t.join(5)
+    assert events == [v.CM_CONNECT_REQUEST, v.CM_ESTABLISHED]
+    assert "qp" in result, result
+    result["qp"].disconnect()
+    settle(server_qp)
+    ev = lst.get_event()
+    assert ev.type == v.CM_DISCONNECTED and ev.qp is server_qp
+    with pytest.raises(v.VerbsError, match="unacked"):
+        lst.close()
+    result["qp"].close()
+    server_qp.close()
+
+
+def test_connect_refused_and_bad_bind(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYKV_SOFTRDMA_DIR", str(tmp_path))
+    be = sf.SoftBackend()
+    with pytest.raises(ConnectionRefusedError):
+        be.connect("127.0.0.1", 7778, 1.0, lambda qp: None)
+    with pytest.raises(v.SetupError, match="not an address of this host"):
+        be.listen("192.0.2.77", 7778, 16)
+    with pytest.raises(v.SetupError, match="wildcard"):
+        be.listen("*", 7778, 16)

@@ -1,0 +1,41 @@
+"""Test servers: Debian's real redis-server, the oracle for differential tests."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+
+from pykv.testing import free_port
+from support.resp import RawClient
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+class RealRedis:
+    """Debian's redis-server on a free port, the oracle for differential tests."""
+
+    def __init__(self, extra: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="real-redis-")
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--daemonize", "no",
+             "--enable-debug-command", "yes", *(extra or [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                c = RawClient(port=self.port)
+                c.call("PING")
+                c.close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
