@@ -18,7 +18,8 @@ __all__ = ["REDIS_SERVER", "RealRedis"]
 
 @pytest.fixture(scope="session")
 def pykv_proc():
-    with Server() as server:
+    # like the real redis the harness compares against: DEBUG allowed
+    with Server(config={"enable-debug-command": "yes"}) as server:
         yield server
 
 

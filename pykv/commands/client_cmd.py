@@ -206,7 +206,7 @@ def client_list(c, argv):
         ids = []
         for arg in argv[3:]:
             value = to_int(arg)
-            if value is None or value < 1:
+            if value is None:
                 return ErrorReply(b"ERR Invalid client ID")
             ids.append(value)
         table = c.server.clients
@@ -324,8 +324,8 @@ def client_pause(c, argv):
         elif mode != b"all":
             return ErrorReply(b"ERR CLIENT PAUSE mode must be WRITE or ALL")
     elif len(argv) > 4:
-        return ErrorReply(b"ERR unknown subcommand or wrong number of arguments for 'pause'. "
-                          b"Try CLIENT HELP.")
+        return ErrorReply(b"ERR unknown subcommand or wrong number of arguments for '"
+                          + argv[1] + b"'. Try CLIENT HELP.")
     c.server.pause_clients(timeout, write_only)
     return OK
 
@@ -349,9 +349,7 @@ def client_reply(c, argv):
             c.reply_mode = _REPLY_SKIP_NEXT
     else:
         return errors.SYNTAX
-    from pykv.server.client import NO_REPLY
-
-    return NO_REPLY
+    return OK  # swallowed by the new mode (the dispatcher's add_reply does the skipping)
 
 
 def _on_off(arg: bytes) -> bool | None:

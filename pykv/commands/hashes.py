@@ -28,6 +28,9 @@ HASH_NOT_FLOAT = ErrorReply(b"ERR hash value is not a float")
 NAN_OR_INFINITY = ErrorReply(b"ERR value is NaN or Infinity")
 VALUE_OUT_OF_RANGE = ErrorReply(b"ERR value is out of range")
 INVALID_CURSOR = ErrorReply(b"ERR invalid cursor")
+# Redis would try to build a reply of |count| fields for any negative count (and exhaust
+# memory on absurd ones); pykv refuses replies beyond this many repeated picks instead.
+MAX_REPEATED_PICKS = 1 << 24
 
 _WRONGTYPE = errors.WRONGTYPE
 
@@ -59,15 +62,25 @@ def _store(c: Any, key: bytes, value: HashValue, new: bool) -> None:
 
 # -- writes ----------------------------------------------------------------------------------
 def _hset(c: Any, argv: list[bytes], name: str) -> int:
-    if len(argv) % 2:
+    n = len(argv)
+    if n % 2:
         raise errors.wrong_arity(name)
     key = argv[1]
-    value, new = _hash_for_write(c, key)
-    added = value.set_pairs(c.server.config, argv, 2)
-    _store(c, key, value, new)
+    db = c.db
     server = c.server
-    notify(server, "h", b"hset", key, c.db.id)
-    server.dirty += (len(argv) - 2) // 2
+    value = db.get(key)
+    if value is None:
+        value = HashValue()
+        added = value.set_pairs(server.config, argv, 2)
+        db.set(key, value)
+    elif type(value) is HashValue:
+        added = value.set_pairs(server.config, argv, 2)
+        db.modified(key)
+    else:
+        raise _WRONGTYPE
+    if server.keyspace_notifier is not None:
+        notify(server, "h", b"hset", key, db.id)
+    server.dirty += (n - 2) // 2
     return added
 
 
@@ -86,11 +99,9 @@ def hmset(c, argv):
 def hsetnx(c, argv):
     key = argv[1]
     value, new = _hash_for_write(c, key)
-    config = c.server.config
-    value.check_lengths(config, argv, 2)  # Redis converts even when the field exists
     if argv[2] in value.d:
         return 0
-    value.set_pairs(config, argv, 2)
+    value.set_pairs(c.server.config, argv, 2)
     _store(c, key, value, new)
     notify(c.server, "h", b"hset", key, c.db.id)
     c.server.dirty += 1
@@ -259,6 +270,8 @@ def _hrandfield_count(c: Any, key: bytes, count: int, withvalues: bool) -> list:
     d = value.d
     nested = withvalues and c.resp > 2
     if count < 0 or count == 1:
+        if -count > MAX_REPEATED_PICKS:
+            raise VALUE_OUT_OF_RANGE
         keys = value.keys_snapshot()
         fields = random.choices(keys, k=-count if count < 0 else 1)
     elif count >= len(d):

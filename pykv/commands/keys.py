@@ -20,7 +20,7 @@ from pykv.server.blocking import block_for_keys
 from pykv.server.notify import notify
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.values import copy_value, type_name
-from pykv.util.glob import stringmatch
+from pykv.util.glob import matcher
 
 _INVALID_CURSOR = ErrorReply(b"ERR invalid cursor")
 _GT_AND_LT = ErrorReply(b"ERR GT and LT options at the same time are not compatible")
@@ -87,7 +87,7 @@ def keys(c, argv):
     if pattern == b"*":
         found = list(db.data)
     else:
-        found = [k for k in db.data if stringmatch(pattern, k)]
+        found = list(filter(matcher(pattern), db.data))
     if expires:
         found = [k for k in found if expires.get(k, now + 1) > now]
     return found
@@ -105,7 +105,7 @@ def scan_(c, argv):
     data = db.data
     next_cursor, batch = scan(data, cursor, count, index=db.scan_index, version=db.version)
     if pattern is not None:
-        batch = [k for k in batch if stringmatch(pattern, k)]
+        batch = list(filter(matcher(pattern), batch))
     if type_filter is not None:
         wanted = type_filter.lower()
         kept = []
@@ -173,20 +173,17 @@ def randomkey(c, argv):
 def _rename(c: Any, argv: list[bytes], nx: bool) -> Any:
     src, dst = argv[1], argv[2]
     db = c.db
-    value = db.get(src, False)
+    value = db.get(src)
     if value is None:
         raise errors.NO_SUCH_KEY
     if src == dst:
         return 0 if nx else OK
     expire = db.get_expire(src)
-    if db.get(dst, False) is not None:
+    if db.get(dst) is not None:
         if nx:
             return 0
         db.delete(dst)
-    idle_since = db.access.get(src)
-    db.set(dst, value)
-    if idle_since is not None:
-        db.access[dst] = idle_since
+    db.set(dst, value)  # the write lookup of src above touched it: idle time 0, as Redis
     if expire != -1:
         db.set_expire(dst, expire)
     db.delete(src)
@@ -225,16 +222,13 @@ def move(c, argv):
     dst = _db_index(c, argv[2])
     if dst is src:
         raise errors.SAME_OBJECT
-    value = src.get(key, False)
+    value = src.get(key)
     if value is None:
         return 0
     expire = src.get_expire(key)
-    if dst.get(key, False) is not None:
+    if dst.get(key) is not None:
         return 0
-    idle_since = src.access.get(key)
     dst.set(key, value)
-    if idle_since is not None:
-        dst.access[key] = idle_since
     if expire != -1:
         dst.set_expire(key, expire)
     src.delete(key)
@@ -266,7 +260,7 @@ def copy(c, argv):
     if value is None:
         return 0
     expire = src.get_expire(src_key)
-    if dst.get(dst_key, False) is not None:
+    if dst.get(dst_key) is not None:
         if not replace:
             return 0
         dst.delete(dst_key)
@@ -309,7 +303,7 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
     when += basetime
     key = argv[1]
     db = c.db
-    if db.get(key, False) is None:
+    if db.get(key) is None:
         return 0
     if flags:
         current = db.get_expire(key)
@@ -386,7 +380,7 @@ def pexpiretime(c, argv):
 def persist(c, argv):
     key = argv[1]
     db = c.db
-    if db.get(key, False) is None or not db.persist(key):
+    if db.get(key) is None or not db.persist(key):
         return 0
     _event(c, "g", b"persist", key)
     c.server.dirty += 1

@@ -156,7 +156,7 @@ def doctor_report(server) -> str:
                     "for example with CONFIG SET latency-monitor-threshold 100, and ask "
                     "again once some traffic has run.\n")
         return "No event has been slower than the threshold since the server started.\n"
-    out = ["Latency report: events slower than %d ms were recorded.\n" % threshold]
+    out = [f"Latency report: events slower than {threshold} ms were recorded.\n"]
     for i, (name, s) in enumerate(sorted(events.items()), 1):
         values = [ms for _, ms in s.samples]
         avg = sum(values) / len(values)

@@ -70,10 +70,13 @@ def _removed(c: Any, key: bytes, value: ListValue, left: bool, count: int) -> No
     """``listElementsRemoved``: events, deletion of an emptied list, dirty."""
     db = c.db
     server = c.server
-    notify(server, "l", b"lpop" if left else b"rpop", key, db.id)
+    notifying = server.keyspace_notifier is not None
+    if notifying:
+        notify(server, "l", b"lpop" if left else b"rpop", key, db.id)
     if not value.items:
         db.delete(key)
-        notify(server, "g", b"del", key, db.id)
+        if notifying:
+            notify(server, "g", b"del", key, db.id)
     else:
         db.modified(key)
     server.dirty += count
@@ -101,7 +104,8 @@ def _push(c: Any, key: bytes, elements: list[bytes], left: bool, only_existing: 
         raise _WRONGTYPE
     server = c.server
     server.dirty += len(elements)
-    notify(server, "l", b"lpush" if left else b"rpush", key, db.id)
+    if server.keyspace_notifier is not None:
+        notify(server, "l", b"lpush" if left else b"rpush", key, db.id)
     return len(value.items)
 
 
@@ -128,6 +132,16 @@ def rpushx(c, argv):
 
 # -- pop -------------------------------------------------------------------------------------
 def _pop(c: Any, argv: list[bytes], left: bool) -> Any:
+    if len(argv) == 2:  # the plain form, kept short
+        key = argv[1]
+        value = c.db.get(key)
+        if value is None:
+            return None
+        if type(value) is not ListValue:
+            raise _WRONGTYPE
+        elem = value.items.popleft() if left else value.items.pop()
+        _removed(c, key, value, left, 1)
+        return elem
     if len(argv) > 3:
         raise errors.wrong_arity("lpop" if left else "rpop")
     has_count = len(argv) == 3

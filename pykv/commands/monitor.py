@@ -1,4 +1,9 @@
-"""MONITOR: the command feed, formatted as Redis's replicationFeedMonitors does."""
+"""MONITOR: the command feed, formatted as Redis's replicationFeedMonitors does.
+
+Each line is ``<unix time>.<usec> [<db> <source>] "arg" "arg" ...`` where the source is
+``ip:port``, ``unix:<path>`` for unix-socket clients, or ``lua`` for commands a script runs
+(the scripting family marks its script client with ``is_script_client = True``).
+"""
 from __future__ import annotations
 
 import time
@@ -34,7 +39,9 @@ def _repr_arg(arg: bytes) -> bytes:
 
 def format_monitor_line(client, argv: list[bytes]) -> SimpleString:
     now = time.time()
-    if client.conn is not None and client.conn.type_name == "unix":
+    if getattr(client, "is_script_client", False):
+        source = b"lua"
+    elif client.conn is not None and client.conn.type_name == "unix":
         source = b"unix:" + client.addr[:-2].encode()
     else:
         source = client.addr.encode()

@@ -64,7 +64,7 @@ class Command:
         self.allow_busy = "allow_busy" in f
         self.pubsub_ok = fullname in _PUBSUB_CONTEXT_OK
         self.no_multi = "no_multi" in f
-        self.skip_monitor = "skip_monitor" in f
+        self.skip_monitor = "skip_monitor" in f or "admin" in f  # Redis hides admin commands
         self.skip_slowlog = "skip_slowlog" in f
         self.fast = "fast" in f
         self.may_replicate = "may_replicate" in f

@@ -30,6 +30,10 @@ LONG_RANGE = ErrorReply(
     b"ERR value is out of range, value must between -9223372036854775807 and "
     b"9223372036854775807")
 INVALID_CURSOR = ErrorReply(b"ERR invalid cursor")
+# Redis would try to build a reply of |count| elements for any negative count (and exhaust
+# memory on absurd ones); pykv refuses replies beyond this many repeated picks instead.
+MAX_REPEATED_PICKS = 1 << 24
+REPLY_TOO_LARGE = ErrorReply(b"ERR value is out of range")
 
 _WRONGTYPE = errors.WRONGTYPE
 SPOP_MOVE_STRATEGY_MUL = 5
@@ -70,8 +74,10 @@ def sadd(c, argv):
     else:
         raise _WRONGTYPE
     if added:
-        notify(c.server, "s", b"sadd", key, db.id)
-        c.server.dirty += added
+        server = c.server
+        if server.keyspace_notifier is not None:
+            notify(server, "s", b"sadd", key, db.id)
+        server.dirty += added
     return added
 
 
@@ -239,6 +245,8 @@ def _srandmember_count(c: Any, argv: list[bytes]) -> list:
     if value is None or count == 0:
         return []
     if count < 0 or count == 1:
+        if -count > MAX_REPEATED_PICKS:
+            raise REPLY_TOO_LARGE
         pick = value.random_member
         return [pick() for _ in range(-count if count < 0 else 1)]
     if count >= len(value.s):

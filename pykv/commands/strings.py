@@ -190,7 +190,7 @@ def set_generic(c: Any, flags: int, key: bytes, value: bytes,
         if old is not None:
             _string_or_wrongtype(old)
             old = _reply(old)
-    found = db.get(key, False) is not None
+    found = db.get(key) is not None
     if (flags & NX and found) or (flags & XX and not found):
         return old if flags & GET else abort_reply
     db.set(key, value, keep_ttl=bool(flags & KEEPTTL))
@@ -291,7 +291,7 @@ def msetnx(c, argv):
         raise errors.wrong_arity("msetnx")
     db = c.db
     for i in range(1, len(argv), 2):
-        if db.get(argv[i], False) is not None:
+        if db.get(argv[i]) is not None:
             return 0
     for i in range(1, len(argv), 2):
         db.set(argv[i], argv[i + 1])

@@ -158,12 +158,7 @@ class RdmaSocket:
 
     def _fill(self, deadline: float | None) -> None:
         while not self._buf and not self._eof:
-            try:
-                self._wait(deadline, "RDMA: IO timeout")
-            except RdmaError:
-                if self._eof:
-                    return
-                raise
+            self._wait(deadline, "RDMA: IO timeout")
 
     def _wait(self, deadline: float | None, what: str) -> None:
         """Wait for one batch of fabric/completion work and process it."""

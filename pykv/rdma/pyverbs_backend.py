@@ -187,7 +187,14 @@ class PyverbsQP(v.QueuePair):
         self._modify(pv.e.IBV_QPS_INIT)
 
     def _modify(self, state: int, min_rnr_timer: int | None = None) -> None:
+        e = self.pv.e
         attr, mask = self.cmid.init_qp_attr(state)
+        if state == e.IBV_QPS_INIT:
+            # the active side gets no access flags from rdma_cm before connecting: without
+            # REMOTE_WRITE the peer's WRITE_WITH_IMM is NAKed as an invalid request
+            attr.qp_access_flags = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+                                    | e.IBV_ACCESS_REMOTE_READ)
+            mask |= e.IBV_QP_ACCESS_FLAGS
         if min_rnr_timer is not None:
             attr.min_rnr_timer = min_rnr_timer
         self.qp.modify(attr, mask)
@@ -359,8 +366,10 @@ class PyverbsListener(v.CmListener):
         if etype == v.CM_CONNECT_REQUEST:
             child = pv.CMID(creator=ev, listen_id=self.lid)
             ev.ack_cm_event()
-            peer = _peer_of(child)
-            req = _Request(self, child, peer)
+            local, peer = _cm_addresses(cm_id)
+            req = _Request(self, child, peer or "?:0")
+            if local:
+                req.local_address = local
             orig_create = req.create_qp
 
             def create(comp_vector: int) -> PyverbsQP:
@@ -393,13 +402,24 @@ class PyverbsListener(v.CmListener):
                 pass
 
 
-def _peer_of(cmid: Any) -> str:
-    """Best effort peer address (pyverbs 44 has no rdma_get_peer_addr)."""
-    for attr in ("dst_addr", "peer_addr"):
-        val = getattr(cmid, attr, None)
-        if val:
-            return str(val)
-    return f"rdma:{id(cmid) & 0xFFFF}"
+def _sockaddr(ptr: int) -> str:
+    """Format a ``struct sockaddr_storage`` at ``ptr`` as Redis prints addresses."""
+    family = ctypes.c_uint16.from_address(ptr).value
+    port = int.from_bytes(ctypes.string_at(ptr + 2, 2), "big")
+    if family == socket.AF_INET:
+        return f"{socket.inet_ntop(socket.AF_INET, ctypes.string_at(ptr + 4, 4))}:{port}"
+    if family == socket.AF_INET6:
+        return f"{socket.inet_ntop(socket.AF_INET6, ctypes.string_at(ptr + 8, 16))}:{port}"
+    return "?:0"
+
+
+def _cm_addresses(cm_id: int) -> tuple[str, str]:
+    """(local, peer) of an ``rdma_cm_id``: ``route.addr.{src,dst}_storage`` follow the
+    four leading pointers (pyverbs 44 has no rdma_get_peer_addr)."""
+    if not cm_id:
+        return "", ""
+    src = cm_id + 32
+    return _sockaddr(src), _sockaddr(src + 128)
 
 
 def _memlock_advice(need: int) -> str:

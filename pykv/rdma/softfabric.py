@@ -322,9 +322,9 @@ class SoftQP(v.QueuePair):
         return True
 
     def ack_cq_events(self, n: int) -> None:
-        self.events_acked += n
-        if self.events_acked > self.events_reported:
+        if self.events_acked + n > self.events_reported:
             raise v.VerbsError(errno.EINVAL, "acked more CQ events than were reported")
+        self.events_acked += n
 
     def poll(self, max_entries: int) -> list[v.WorkCompletion]:
         if self.cq_overrun:

@@ -2,9 +2,9 @@
 ``cmsgpack``.
 
 lupa's Lua 5.1 ships none of them. Each function here receives Lua values (bytes, numbers,
-``LuaTable``) and returns Python values the engine hands back to Lua; a failure returns
-``(ERROR_TAG, message)``, which the prelude's wrapper raises as a Lua error at the script's
-call site (so messages carry the ``user_script:N:`` position like Redis's C libraries).
+``LuaTable``) and returns Python values lupa hands back to Lua; a failure raises
+``LibError``, which reaches the script as a Lua error; the prelude's error handler reports
+it with the ``user_script:N:`` position, as Redis reports its C libraries' errors.
 Behaviour follows Redis's bundled versions for the common cases (lua-cjson 2.1 defaults,
 LuaBitOp 1.0, lua-struct, lua-cmsgpack).
 """
@@ -17,7 +17,6 @@ from typing import Any
 
 from lupa import lua51
 
-ERROR_TAG = b"\x00pykv-lib-error"
 _lua_type = lua51.lua_type
 
 
@@ -79,7 +78,7 @@ def _bit_tohex(x: Any, n: Any = 8) -> bytes:
     n = _tobit(n)
     upper = n < 0
     n = min(abs(n), 8)
-    text = "%0*x" % (8, v)
+    text = f"{v:08x}"
     text = text[-n:] if n else ""
     return (text.upper() if upper else text).encode()
 
@@ -150,7 +149,7 @@ class CJson:
         return bytes(out)
 
     def _encode(self, v: Any, out: bytearray, depth: int) -> None:
-        if v is None or v is self.null:
+        if v is None or _lua_type(v) == "userdata":  # cjson.null
             out += b"null"
         elif v is True:
             out += b"true"
@@ -415,7 +414,7 @@ class CMsgpack:
                 return
             items = list(v.items())
             keys = [_number_key(k) for k, _ in items]
-            if items and None not in keys and max(keys) == len(items):
+            if not items or (None not in keys and max(keys) == len(items)):
                 self._header(len(items), out, 0x90, b"\xdc", b"\xdd")
                 for i in range(1, len(items) + 1):
                     self._pack(v[i], out, depth + 1)
@@ -631,15 +630,15 @@ def struct_size(fmt: bytes) -> int:
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn LibError (and argument mistakes) into the prelude's error convention."""
+    """Report argument mistakes as LibError (raised into Lua as the script's error)."""
 
     def call(*args: Any) -> Any:
         try:
             return fn(*args)
-        except LibError as exc:
-            return ERROR_TAG, str(exc).encode()
+        except LibError:
+            raise
         except (StopIteration, TypeError, ValueError, OverflowError, pystruct.error) as exc:
-            return ERROR_TAG, f"bad argument ({exc})".encode()
+            raise LibError(f"bad argument ({exc})") from None
 
     return call
 

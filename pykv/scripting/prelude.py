@@ -19,8 +19,7 @@ into RESP bytes for the caller, following Redis's conversion rules for RESP2 and
 
 PRELUDE = r"""
 local host = ...
-local host_call, host_log, host_sha1hex, host_setresp, host_set_repl, host_hook =
-    host.call, host.log, host.sha1hex, host.setresp, host.set_repl, host.hook
+local host_sha1hex, host_hook, host_classify = host.sha1hex, host.hook, host.classify
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, type, tostring, tonumber, pairs, next, select, rawget =
     error, type, tostring, tonumber, pairs, next, select, rawget
@@ -59,9 +58,13 @@ local function is_binary(chunk)
     return type(chunk) == "string" and sbyte(chunk, 1) == 27
 end
 
+local globals, hidden  -- the sandboxed global table and what it reads (filled below)
+
 local function guarded_loadstring(chunk, name)
     if is_binary(chunk) then return nil, "attempt to load a binary chunk" end
-    return real_loadstring(chunk, name)
+    local fn, err = real_loadstring(chunk, name)
+    if fn then setfenv_(fn, globals) end
+    return fn, err
 end
 
 local function guarded_load(chunk, name)
@@ -77,41 +80,35 @@ local function guarded_load(chunk, name)
 end
 
 -- the redis library ---------------------------------------------------------------------
-local resp_to_lua  -- defined below
-local last_redis_error = nil
-local no_writes_error = nil
-
-local function redis_call_impl(raise, ...)
-    local n = select("#", ...)
-    if n == 0 then
-        local msg = "ERR Please specify at least one argument for this redis lib call"
-        if raise then last_redis_error = msg; error(msg, 0) end
-        return {err = msg}
-    end
-    local tag, value = host_call(...)
-    if tag == 0 then return value end
-    if tag == 1 then return resp_to_lua(value) end
-    if raise then
-        last_redis_error = value
-        error(value, 0)
-    end
-    return {err = value}
-end
 
 local redis = {}
-redis.call = function(...) return redis_call_impl(true, ...) end
-redis.pcall = function(...) return redis_call_impl(false, ...) end
+redis.call = host.call_raise
+redis.pcall = host.call_protected
+-- "-CODE msg" keeps its code, anything else gets ERR (a code alone is "ERR code")
+local function error_table(msg)
+    if sbyte(msg, 1) == 45 then
+        local sp = sfind(msg, " ", 1, true)
+        if sp then
+            msg = ssub(msg, 2, sp - 1) .. " " .. ssub(msg, sp + 1)
+        else
+            msg = "ERR " .. ssub(msg, 2)
+        end
+    else
+        msg = "ERR " .. msg
+    end
+    return {err = (sgsub(msg, "[\r\n]+$", ""))}
+end
 redis.error_reply = function(msg)
     if type(msg) ~= "string" and type(msg) ~= "number" then
-        error("ERR wrong number or type of arguments", 0)
+        return {err = "ERR wrong number or type of arguments"}
     end
     msg = tostring(msg)
-    if sbyte(msg, 1) == 45 then msg = ssub(msg, 2) else msg = "ERR " .. msg end
-    return {err = msg}
+    if sbyte(msg, 1) ~= 45 then msg = "-" .. msg end
+    return error_table(msg)
 end
 redis.status_reply = function(msg)
     if type(msg) ~= "string" and type(msg) ~= "number" then
-        error("ERR wrong number or type of arguments", 0)
+        return {err = "ERR wrong number or type of arguments"}
     end
     return {ok = tostring(msg)}
 end
@@ -121,29 +118,9 @@ redis.sha1hex = function(s)
     end
     return host_sha1hex(tostring(s))
 end
-redis.log = function(level, ...)
-    local n = select("#", ...)
-    if n == 0 then error("redis.log() requires two arguments or more.", 0) end
-    if type(level) ~= "number" then error("First argument must be a number (log level).", 0) end
-    local parts = {}
-    for i = 1, n do
-        local v = select(i, ...)
-        parts[#parts + 1] = tostring(v)
-    end
-    host_log(level, tconcat(parts, " "))
-end
-redis.setresp = function(v)
-    if select("#", v) == 0 or type(v) ~= "number" or (v ~= 2 and v ~= 3) then
-        error("RESP version must be 2 or 3.", 0)
-    end
-    host_setresp(v)
-end
-redis.set_repl = function(flags)
-    if type(flags) ~= "number" or flags < 0 or flags > 3 then
-        error("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.", 0)
-    end
-    host_set_repl(flags)
-end
+redis.log = host.log
+redis.setresp = host.setresp
+redis.set_repl = host.set_repl
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
@@ -218,7 +195,7 @@ parse = function(s, pos)
     error("ERR unexpected reply type from command: " .. t, 0)
 end
 
-resp_to_lua = function(s)
+local function resp_to_lua(s)
     local v = parse(s, 1)
     return v
 end
@@ -229,6 +206,7 @@ local function to_integer(n)
         return "-9223372036854775808"
     end
     if n >= 0 then n = floor(n) else n = ceil(n) end
+    if n == 0 then n = 0 end  -- no "-0"
     return sformat("%.0f", n)
 end
 
@@ -367,8 +345,13 @@ local function error_info(err)
     local msg
     if type(err) == "table" and type(rawget(err, "err")) == "string" then
         msg = rawget(err, "err")
-    elseif type(err) == "string" and err == last_redis_error then
-        msg = err
+    elseif type(err) == "userdata" then
+        -- raised by Python: 0 a command's error (kept as is), 1 plain, 2 with position
+        local kind, text = host_classify(err)
+        if kind == 0 then msg = text
+        elseif kind == 2 and source then
+            msg = "ERR " .. ssub(source, 2) .. ":" .. line .. ": " .. text
+        else msg = "ERR " .. text end
     else
         msg = "ERR " .. tostring(err)
     end
@@ -378,11 +361,9 @@ end
 local function hook()
     if host_hook() then
         sethook()
-        error("ERR Script killed by user with SCRIPT KILL...", 0)
+        error("Script killed by user with SCRIPT KILL...", 0)
     end
 end
-
-local globals, hidden  -- the sandboxed global table and what it reads (filled below)
 
 local function run(fn, nkeys, ...)
     local all = {...}
@@ -391,7 +372,6 @@ local function run(fn, nkeys, ...)
     for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
     hidden.KEYS = keys
     hidden.ARGV = argv
-    last_redis_error = nil
     sethook(hook, "", 100000)
     local ok, res = xpcall(fn, error_info)
     sethook()
@@ -405,7 +385,6 @@ local function run_callback(fn, nkeys, ...)
     local keys, argv = {}, {}
     for i = 1, nkeys do keys[i] = all[i] end
     for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
-    last_redis_error = nil
     sethook(hook, "", 100000)
     local ok, res = xpcall(function() return fn(keys, argv) end, error_info)
     sethook()
@@ -416,7 +395,8 @@ end
 local function compile(body, chunkname)
     local fn, err = real_loadstring(body, chunkname)
     if not fn then return nil, err end
-    return fn
+    setfenv_(fn, globals)
+    return fn, nil
 end
 
 -- FUNCTION LOAD: run the library body with only the registration API -----------------------
@@ -452,38 +432,46 @@ local function load_library(body, register)
     sethook()
     loading = false
     if not ok then return false, res.msg end
-    return true
+    return true, nil
 end
 
 -- build the sandboxed global table --------------------------------------------------------
-local ERROR_TAG, maxn, unpack_ = host.error_tag, table.maxn, unpack
-
-local function wrap_lib(pylib)
+local function copy_lib(pylib)
     local lib = {}
-    for name, f in pairs(pylib) do
-        lib[name] = function(...)
-            local r = {f(...)}
-            if r[1] == ERROR_TAG then error(r[2], 2) end
-            return unpack_(r, 1, maxn(r))
-        end
-    end
+    for name, f in pairs(pylib) do lib[name] = f end
     return lib
 end
 
-local cjson = wrap_lib(host.cjson)
-local null = newproxy()
+local cjson = copy_lib(host.cjson)
+local null = host.null
 cjson.null = null
+local real_pcall = pcall
+local function as_string_error(ok, ...)
+    if not ok then
+        local err = ...
+        if type(err) == "userdata" then
+            local _, text = host_classify(err)
+            return false, text
+        end
+    end
+    return ok, ...
+end
+local function guarded_pcall(f, ...)
+    return as_string_error(real_pcall(f, ...))
+end
+
 local libs = {
     string = protect(string), math = protect(math), table = protect(table),
     coroutine = protect(coroutine), redis = protect(redis),
-    cjson = protect(cjson), bit = protect(wrap_lib(host.bit)),
-    struct = protect(wrap_lib(host.struct)), cmsgpack = protect(wrap_lib(host.cmsgpack)),
+    cjson = protect(cjson), bit = protect(copy_lib(host.bit)),
+    struct = protect(copy_lib(host.struct)), cmsgpack = protect(copy_lib(host.cmsgpack)),
 }
 local allowed = {
     assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
     getmetatable = getmetatable, ipairs = ipairs, load = guarded_load,
-    loadstring = guarded_loadstring, next = next, pairs = pairs, pcall = pcall,
+    loadstring = guarded_loadstring, next = next, pairs = pairs,
     rawequal = rawequal, rawget = rawget, rawset = guarded_rawset, select = select,
+    pcall = guarded_pcall,
     setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring,
     type = type, unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
 }
@@ -491,8 +479,9 @@ for k, v in pairs(libs) do allowed[k] = v end
 getmetatable("").__index = libs.string
 
 -- the scripts' global table is an empty proxy: reads go to ``hidden`` (or fail like Redis),
--- writes always fail. setfenv(0, ...) makes it the environment of every function compiled
--- from now on (scripts, loadstring, coroutines); the prelude keeps its locals.
+-- writes always fail. It is the environment of every script and of what scripts compile
+-- (loadstring/load); closures inherit it. The state's real global table stays as lupa
+-- needs it, unreachable from scripts (no getfenv, no debug, no bytecode loading).
 hidden = {}
 for k, v in pairs(allowed) do hidden[k] = v end
 globals = real_setmetatable({}, {
@@ -509,11 +498,10 @@ globals = real_setmetatable({}, {
 })
 hidden._G = globals
 readonly[globals] = true
-setfenv_(0, globals)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
     encode_result = encode_result, load_library = load_library, hidden = hidden,
-    null = null,
+    resp_to_lua = resp_to_lua, error_table = error_table,
 }
 """

@@ -40,6 +40,7 @@ dispatcher calls ``handle_ready_keys`` when ``server.ready_keys`` is non-empty.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import deque
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykv.commands.args import LLONG_MAX
 from pykv.protocol import NULL_ARRAY, ErrorReply
+from pykv.storage._numeric import parse_long_double
 
 if TYPE_CHECKING:
     from pykv.server.client import Client
@@ -60,24 +62,27 @@ TIMEOUT_NOT_FLOAT = ErrorReply(b"ERR timeout is not a float or out of range")
 TIMEOUT_NEGATIVE = ErrorReply(b"ERR timeout is negative")
 TIMEOUT_OUT_OF_RANGE = ErrorReply(b"ERR timeout is out of range")
 UNBLOCKED_ERROR = ErrorReply(b"UNBLOCKED client unblocked via CLIENT UNBLOCK")
+INTERNAL_ERROR = ErrorReply(b"ERR internal error while running the command")
+log = logging.getLogger("pykv")
 
 _MAX_LONG_DOUBLE_CHARS = 5 * 1024
 
 
 def parse_timeout(arg: bytes) -> int:
-    """Seconds (float) -> absolute deadline in Unix ms; 0 means block forever."""
-    from pykv.commands.args import to_float
-
-    if len(arg) > _MAX_LONG_DOUBLE_CHARS:
+    """Seconds (a long double) -> absolute deadline in Unix ms; 0 means block forever."""
+    if len(arg) > _MAX_LONG_DOUBLE_CHARS or not parse_long_double(arg):
         raise TIMEOUT_NOT_FLOAT
-    value = to_float(arg)
-    if value is None:
-        raise TIMEOUT_NOT_FLOAT
+    try:
+        value = float(arg)
+    except ValueError:  # hexadecimal: strtold reads it, float() does not
+        value = float.fromhex(arg.decode())
     ms = value * 1000.0
-    if ms != ms or ms >= 9.223372036854775807e18 or ms <= -9.223372036854775808e18:
+    if ms >= 9.223372036854775807e18 or ms <= -9.223372036854775808e18:
         # a C cast of an out-of-range long double gives LLONG_MIN on x86-64
         raise TIMEOUT_NEGATIVE
     tval = math.ceil(ms)  # Redis rounds up to whole milliseconds (ceill)
+    if tval == 0 and value > 0:
+        tval = 1  # below double precision but not zero as a long double
     if tval < 0:
         raise TIMEOUT_NEGATIVE
     if tval > 0:
@@ -262,7 +267,13 @@ class Blocking:
             value = db.get(key, touch=False)
             if value is None:
                 break
-            if state.serve(client, key, value):
+            try:
+                served = state.serve(client, key, value)
+            except Exception:  # a bug must not take the writer's connection down
+                log.exception("Internal error serving a blocked client")
+                client.add_reply(INTERNAL_ERROR)
+                served = True
+            if served:
                 self._detach(state)
                 self._resume(client)
 

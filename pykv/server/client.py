@@ -37,7 +37,7 @@ class NoReply:
 NO_REPLY = NoReply()
 
 # Commands that run at once even inside MULTI (the rest are queued).
-_MULTI_IMMEDIATE = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+_MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 
 # CLIENT REPLY modes
 REPLY_ON, REPLY_OFF, REPLY_SKIP_NEXT, REPLY_SKIP = 0, 1, 2, 3
@@ -113,6 +113,9 @@ class Client:
         parser = self.parser
         server = self.server
         clock = server.clock
+        # one clock reading per batch: commands of one read see the same "now", as the
+        # commands of one event-loop iteration do in Redis for expiry purposes
+        clock.update()
         while not self.closing and self.blocked is None and not self.paused:
             try:
                 argv = parser.get_command()
@@ -121,7 +124,6 @@ class Client:
                 return
             if argv is None:
                 break
-            clock.update()
             self.execute(argv)
         if parser.buffered() > server.config.client_query_buffer_limit:
             log.warning("Closing client that reached max query buffer length: id=%d", self.id)
@@ -141,11 +143,16 @@ class Client:
     def execute(self, argv: list[bytes]) -> None:
         """Redis's processCommand: look up, check, queue or run one command."""
         server = self.server
-        name = argv[0].lower()
-        cmd = server.commands.get(name)
+        # the name as sent is tried first (cached per spelling), so "GET" and "get" skip
+        # the lower() of every command
+        cmd = server.command_lookup.get(argv[0])
         if cmd is None:
-            self.reject(errors.unknown_command(argv))
-            return
+            cmd = server.commands.get(argv[0].lower())
+            if cmd is None:
+                self.reject(errors.unknown_command(argv))
+                return
+            if len(server.command_lookup) < 4096:
+                server.command_lookup[argv[0]] = cmd
         if cmd.subcommands:
             if len(argv) >= 2:
                 sub = cmd.subcommands.get(argv[1].lower())
@@ -167,7 +174,10 @@ class Client:
                 and not cmd.pubsub_ok:
             self.reject(errors.pubsub_context(cmd.fullname), cmd)
             return
-        if self.multi is not None and name not in _MULTI_IMMEDIATE:
+        if server.busy_script is not None and not cmd.allow_busy:  # a script past its limit
+            self.reject(server.busy_script.busy_error, cmd)
+            return
+        if self.multi is not None and cmd.fullname not in _MULTI_IMMEDIATE:
             if cmd.no_multi:
                 self.reject(errors.NOT_IN_MULTI, cmd)
                 return
@@ -193,8 +203,6 @@ class Client:
     def call(self, cmd: Command, argv: list[bytes]) -> Any:
         """Run the handler with the bookkeeping Redis's ``call()`` does."""
         server = self.server
-        if server.monitors and not cmd.skip_monitor:
-            server.feed_monitors(self, argv)
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)
@@ -204,6 +212,8 @@ class Client:
             log.exception("Internal error running %r", argv[:1])
             reply = ErrorReply(b"ERR internal error while running the command")
         elapsed = _perf_ns() - start
+        if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
+            server.feed_monitors(self, argv)
         cmd.calls += 1
         cmd.usec += elapsed // 1000
         server.stat_numcommands += 1
@@ -214,7 +224,10 @@ class Client:
         if elapsed >= server.slowlog_threshold_ns and not cmd.skip_slowlog:
             server.slowlog_push(self, argv, elapsed // 1000)
         if reply is not NO_REPLY:
-            self.add_reply(reply)
+            if self.reply_mode == REPLY_ON:
+                write_reply(self.out, reply, self.resp)
+            else:
+                self.add_reply(reply)
         return reply
 
     # -- replies ------------------------------------------------------------------------

@@ -54,6 +54,8 @@ class Server:
         self.config = config or Config()
         load_all_commands()
         self.commands: CommandTable = TABLE
+        # raw command-name spelling -> Command, filled by the dispatcher as names are seen
+        self.command_lookup: dict[bytes, Command] = {}
         self.clock = Clock()
         self.dbs: list[Database] = [Database(i, self.clock) for i in range(self.config.databases)]
         self.clients: dict[int, Client] = {}
@@ -124,6 +126,8 @@ class Server:
 
         self.watches = watch.install(self)
         self.pubsub = pubsub.install(self)
+        # the script running past busy-reply-threshold (pykv.scripting.engine), or None
+        self.busy_script: Any = None
         # INFO: instantaneous metrics sampled from the cron
         from pykv.commands import info
 

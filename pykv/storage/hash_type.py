@@ -1,8 +1,8 @@
 """The hash value type: a ``dict`` of field -> value (both ``bytes``).
 
 Encoding follows Redis 7.0: a new hash is a ``listpack`` and becomes a ``hashtable`` when a
-field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET/HSETNX check
-every argument before writing, even a field HSETNX will not set) or when it holds more than
+field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET check every
+argument before writing, even values equal to the stored ones) or when it holds more than
 ``hash-max-listpack-entries`` fields. It never converts back. The flag is state, not a
 function of the contents, because Redis's encoding depends on history too.
 
@@ -12,6 +12,7 @@ field's place, a new field goes to the end), so small hashes reply in Redis's or
 from __future__ import annotations
 
 import random
+from itertools import islice
 from typing import Any
 
 from pykv.storage.values import Value
@@ -55,15 +56,6 @@ class HashValue(Value):
         return 64 + sum(len(k) + len(v) for k, v in d.items()) + _ENTRY_OVERHEAD * len(d)
 
     # -- encoding rules ------------------------------------------------------------------
-    def check_lengths(self, config: Any, args: list[bytes], start: int) -> None:
-        """``hashTypeTryConversion``: convert if any of ``args[start:]`` is too long."""
-        if self.listpack:
-            limit = config.hash_max_listpack_value
-            for i in range(start, len(args)):
-                if len(args[i]) > limit:
-                    self.listpack = False
-                    return
-
     def check_size(self, config: Any) -> None:
         if self.listpack and len(self.d) > config.hash_max_listpack_entries:
             self.listpack = False
@@ -71,7 +63,9 @@ class HashValue(Value):
     # -- writes --------------------------------------------------------------------------
     def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
         """HSET's work: set ``argv[start:]`` field/value pairs; returns how many are new."""
-        self.check_lengths(config, argv, start)
+        if self.listpack and max(map(len, islice(argv, start, None))) > \
+                config.hash_max_listpack_value:
+            self.listpack = False
         d = self.d
         before = len(d)
         for i in range(start, len(argv), 2):

@@ -162,6 +162,7 @@ class Database:
         self._expire_snapshot = []
         self._expire_pos = 0
         self.avg_ttl = 0
+        self.scan_index = None  # it holds the old dict: let the flush free it
         return n
 
     # -- expiry ------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
-from pykv.util.glob import stringmatch
+from pykv.util.glob import matcher
 
 _MASK64 = (1 << 64) - 1
 MAX_CURSOR = _MASK64  # cursors are unsigned 64-bit numbers, as in Redis
@@ -103,7 +103,7 @@ def scan(source: Collection, cursor: int, count: int, *, index: ScanIndex | None
     else:
         batch = [e for e in batch if alive(e)]
     if match is not None and match != b"*":
-        batch = [e for e in batch if stringmatch(match, e)]
+        batch = list(filter(matcher(match), batch))
     return next_cursor, batch
 
 

@@ -71,7 +71,8 @@ class Server:
     ``host``          bind address (default ``127.0.0.1``).
     ``unix_socket``   also listen on ``<workdir>/pykv.sock`` (``unix_path``).
     ``unixsocketperm`` permission bits for that socket (e.g. ``0o700``).
-    ``config``        more options, each passed as ``--name value`` (see ``config_args``).
+    ``config``        more options, each passed as ``--name value`` (see ``config_args``);
+                      ``save`` defaults to ``""`` (no RDB snapshots) unless given here.
     ``listeners``     ``--listener`` specs, e.g. ``["tcp,bind=::1,port=7001"]``.
     ``extra_args``    raw arguments appended last.
     ``loglevel``      the server's loglevel (default ``notice``, so the log is useful).
@@ -129,6 +130,8 @@ class Server:
             args += ["--dir", self.workdir]
         if "loglevel" not in self.config:
             args += ["--loglevel", self.loglevel]
+        if "save" not in self.config:
+            args += ["--save", ""]  # no snapshot at shutdown unless a test asks for one
         args += config_args(self.config)
         for spec in self.listeners:
             args += ["--listener", spec]

@@ -11,15 +11,17 @@ exact edge cases, which are facts of its C implementation:
 * the empty string matches only the empty pattern (so ``*`` does not match ``""``: KEYS
   and SCAN special-case the pattern ``*`` themselves, as Redis does).
 
-A pattern is compiled once (cached) into segments split at ``*``; each segment is a
-fixed-length regex whose character classes were computed by evaluating Redis's rules for
-all 256 bytes. Segments are then placed greedily left to right, which is linear in the
-string (Redis guards its recursive matcher against exponential patterns the same way), so
-a hostile ``a*a*a*…b`` pattern cannot hang the server.
+A pattern is compiled once (``matcher``, cached) from segments split at ``*``; each
+segment is a fixed-length regex whose character classes were computed by evaluating
+Redis's rules for all 256 bytes. With at most one star the segments join into one regex;
+with more they are placed greedily left to right, which is linear in the string (Redis
+guards its recursive matcher against exponential patterns the same way), so a hostile
+``a*a*a*…b`` pattern cannot hang the server.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 
@@ -86,9 +88,9 @@ def _literal(b: int, nocase: bool) -> bytes:
     return re.escape(bytes([b]))
 
 
-@lru_cache(maxsize=1024)
-def _compile(pattern: bytes, nocase: bool) -> tuple[list[re.Pattern[bytes]], int]:
-    """The pattern's segments between stars (each a fixed-length regex) and the last's width."""
+def _segments(pattern: bytes, nocase: bool) -> tuple[list[bytes], int]:
+    """The pattern's segments between stars (regex sources, each of a fixed width) and the
+    width of the last one."""
     segments: list[bytes] = []
     current = bytearray()
     width = 0
@@ -114,35 +116,45 @@ def _compile(pattern: bytes, nocase: bool) -> tuple[list[re.Pattern[bytes]], int
             current += _literal(pattern[i], nocase)
         i += 1
     segments.append(bytes(current))
-    return [re.compile(s) for s in segments], width
+    return segments, width
+
+
+@lru_cache(maxsize=1024)
+def matcher(pattern: bytes, nocase: bool = False) -> Callable[[bytes], bool]:
+    """A compiled test for ``pattern``: use it to match many strings (KEYS, SCAN MATCH)."""
+    if not pattern:
+        return _is_empty
+    sources, last_width = _segments(pattern, nocase)
+    if len(sources) <= 2:
+        if len(sources) == 2 and not sources[0] and not sources[1]:
+            return bool  # "*": anything but the empty string
+        # at most one star: one regex, whose backtracking stays linear
+        match = re.compile(b".*".join(sources) + rb"\Z", re.DOTALL).match
+        return lambda string: match(string) is not None
+    first, *middle, last = [re.compile(src) for src in sources]
+
+    def match_segments(string: bytes) -> bool:
+        m = first.match(string)
+        if m is None or not string:
+            return False
+        pos = m.end()
+        end = len(string) - last_width  # the last segment sits at the very end
+        if end < pos:
+            return False
+        for seg in middle:  # leftmost placement of each middle segment is always best
+            m = seg.search(string, pos, end)
+            if m is None:
+                return False
+            pos = m.end()
+        return last.fullmatch(string, end) is not None
+
+    return match_segments
+
+
+def _is_empty(string: bytes) -> bool:
+    return not string
 
 
 def stringmatch(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
     """True if ``string`` matches the glob ``pattern`` exactly as Redis would match it."""
-    if not string:
-        return not pattern
-    if pattern == b"*":
-        return True
-    segments, last_width = _compile(pattern, nocase)
-    first = segments[0]
-    if len(segments) == 1:
-        return first.fullmatch(string) is not None
-    m = first.match(string)
-    if m is None:
-        return False
-    pos = m.end()
-    # the last segment has a fixed width: it must sit at the very end
-    end = len(string) - last_width
-    if end < pos:
-        return False
-    for seg in segments[1:-1]:
-        m = seg.search(string, pos, end)
-        if m is None:
-            return False
-        pos = m.end()
-    return segments[-1].fullmatch(string, end) is not None
-
-
-def match_all(pattern: bytes) -> bool:
-    """True for the pattern ``*``, which KEYS and SCAN treat as "no filter" (empty keys too)."""
-    return pattern == b"*"
+    return matcher(pattern, nocase)(string)

@@ -171,7 +171,8 @@ def test_scan_errors(diff):
                  ("0", "COUNT"), ("0", "COUNT", "0"), ("0", "COUNT", "-1"),
                  ("0", "COUNT", "x"), ("0", "MATCH"), ("0", "TYPE"), ("0", "FOO", "bar"),
                  ("0", "COUNT", "1", "junk"), ("x", "COUNT", "0"),
-                 ("0", "COUNT", "9223372036854775808")]:
+                 ("0", "COUNT", "9223372036854775808"), ("0", "COUNT", BIG),
+                 ("0", "count", "5", "match", "k", "type", "STRING"), ("", "COUNT", "2")]:
         diff("SCAN", *args)
 
 
@@ -501,10 +502,12 @@ def _random_command(rng: random.Random) -> tuple:
     return rng.choice(choices)
 
 
-def test_random_differential(diff):
-    rng = random.Random(20240601)
+@pytest.mark.parametrize("resp,seed,steps", [(2, 20240601, 1500), (3, 77, 500)])
+def test_random_differential(request, resp, seed, steps):
+    diff = request.getfixturevalue("diff" if resp == 2 else "diff3")
+    rng = random.Random(seed)
     supported: dict[str, bool] = {}
-    for _ in range(1500):
+    for _ in range(steps):
         cmd = _random_command(rng)
         name = cmd[0]
         if name in ("ZADD", "LPUSH"):
@@ -585,3 +588,31 @@ def test_keyspace_events_match_redis(diff, real_redis, pykv_proc):
             s.close()
         diff.real.call("CONFIG", "SET", "notify-keyspace-events", "")
         diff.ours.call("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def test_idletime_only_reset_by_touching_commands(diff):
+    """Reads with LOOKUP_NOTOUCH keep the idle time; write lookups and reads reset it."""
+    touching = [("GET", "t1"), ("TOUCH", "t2"), ("RENAME", "t3", "t3b"), ("EXPIRE", "t4", 100),
+                ("PERSIST", "t5"), ("SETNX", "t6", "x"), ("MSETNX", "t7", "x"),
+                ("SET", "t8", "x", "NX"), ("COPY", "t9", "t1"), ("RENAMENX", "t1", "t10"),
+                ("APPEND", "t10", "x"), ("MOVE", "t11", "1"), ("GETEX", "t12")]
+    for i in range(1, 13):
+        diff("SET", f"t{i}", "v")
+    diff("SELECT", "1")
+    diff("SET", "t11", "in db1")
+    diff("SELECT", "0")
+    diff("SET", "k", "v")
+    time.sleep(2.2)
+    for cmd in (("TYPE", "k"), ("EXISTS", "k"), ("TTL", "k"), ("OBJECT", "ENCODING", "k"),
+                ("SCAN", "0"), ("KEYS", "*"), ("PTTL", "k"), ("EXPIRETIME", "k")):
+        diff.both(*cmd)
+    real, ours = (parse(x) for x in diff.both("OBJECT", "IDLETIME", "k"))
+    assert real in (1, 2, 3) and ours in (1, 2, 3), (real, ours)
+    for cmd in touching:
+        diff(*cmd)
+    for i in [1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12]:
+        diff("OBJECT", "IDLETIME", f"t{i}")
+    diff("OBJECT", "IDLETIME", "t3b")
+    diff("SELECT", "1")
+    diff("FLUSHDB")
+    diff("SELECT", "0")

@@ -62,7 +62,7 @@ def test_argument_errors(diff):
 
 def test_wrongtype_everywhere(diff):
     diff("SET", "s", "x")
-    diff("RPUSH", "l", "a", "b")
+    diff("RPUSH", "l", "a", "b", "c", "d", "e", "f")
     for cmd in [("LPUSH", "s", "a"), ("RPUSH", "s", "a"), ("LPUSHX", "s", "a"),
                 ("RPUSHX", "s", "a"), ("LPOP", "s"), ("RPOP", "s", "1"), ("LLEN", "s"),
                 ("LINDEX", "s", "0"), ("LINSERT", "s", "before", "a", "b"),

@@ -175,9 +175,9 @@ def test_completion_channel_fires_once_per_arming(pair):
     qa, qb = pair
     src = qa.reg_mr(64, False)
     dst = qb.reg_mr(64, True)
-    ctrl = qb.reg_mr(64, False)
-    qb.post_recv(0, ctrl, 0, 32)
-    qb.post_recv(1, ctrl, 32, 32)
+    ctrl = qb.reg_mr(96, False)
+    for i in range(3):
+        qb.post_recv(i, ctrl, 32 * i, 32)
     qa.post_write_imm(0, src, 0, 1, dst.addr, dst.rkey, 1, False)
     settle(qa, qb)
     assert not qb.get_cq_event()        # not armed: no event, though a completion exists

@@ -34,6 +34,8 @@ def server():
                        f"rdma,bind={IP},port={srv.port},rx-size=65536,backend=pyverbs,keepalive=1"]
     with srv:
         yield srv
+        # the VM console is the only place to read it afterwards
+        sys.__stdout__.write("----- pykv server log -----\n" + srv.log()[-20000:] + "\n")
 
 
 def connect(server) -> RdmaSocket:

@@ -1,0 +1,399 @@
+"""COMMAND and its subcommands: the command table as clients see it.
+
+Everything comes from the registry (``pykv.commands.registry``): only commands that have a
+handler exist, and containers show only their registered subcommands, in Redis's order.
+The prose of COMMAND DOCS and the key-spec notes of COMMAND INFO come from
+``summaries.py`` (pykv's own words). GETKEYS finds keys the way Redis's key specs say:
+a begin-search step (an index, or a keyword searched from a position) then a find-keys step
+(a range, or a count read from the arguments); the movable-key commands whose keys the
+specs cannot describe (SORT, MIGRATE) have their own finders, and a family may install
+``Command.get_keys`` for anything else.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pykv import errors
+from pykv.commands.args import to_int
+from pykv.commands.client_cmd import help_reply
+from pykv.commands.registry import METADATA, Command, command
+from pykv.commands.summaries import HISTORY, KEY_SPEC_NOTES, SUMMARIES
+from pykv.protocol import NULL_ARRAY, ErrorReply, RespSet, SimpleString
+from pykv.util.glob import stringmatch
+
+HELP = [
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Details about every command of this server.",
+    "COUNT",
+    "    How many commands this server has.",
+    "LIST",
+    "    The names of all the commands of this server.",
+    "INFO [<command-name> ...]",
+    "    Details about the named commands.",
+    "    Without names, every command is described.",
+    "DOCS [<command-name> ...]",
+    "    Documentation of the named commands.",
+    "    Without names, every command is documented.",
+    "GETKEYS <full-command>",
+    "    The key names found in a whole command line.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    The key names found in a whole command line, with their access flags.",
+    "HELP",
+    "    Print this help.",
+]
+
+INVALID_COMMAND = ErrorReply(b"ERR Invalid command specified")
+NO_KEY_ARGUMENTS = ErrorReply(b"ERR The command has no key arguments")
+INVALID_ARG_COUNT = ErrorReply(b"ERR Invalid number of arguments specified for command")
+INVALID_ARGUMENTS = ErrorReply(b"ERR Invalid arguments specified for command")
+
+
+# -- the table ------------------------------------------------------------------------------
+def subcommands_in_order(cmd: Command) -> list[Command]:
+    """Registered subcommands in Redis's order (extras pykv accepts come last)."""
+    meta = METADATA.get(cmd.fullname, {}).get("subcommands", {})
+    order = {name: i for i, name in enumerate(meta)}
+    return sorted(cmd.subcommands.values(), key=lambda s: order.get(s.fullname, len(order)))
+
+
+def all_commands(table: Iterable[Command]) -> Iterable[Command]:
+    for cmd in table:
+        if cmd.handler is not None or cmd.subcommands:
+            yield cmd
+
+
+def _lookup(table: Any, name: bytes) -> Command | None:
+    cmd = table.get(name.lower())
+    if cmd is None or (cmd.handler is None and not cmd.subcommands):
+        return None
+    return cmd
+
+
+def _statuses(items: Iterable[str]) -> RespSet:
+    return RespSet([SimpleString(i.encode()) for i in items])
+
+
+def _key_spec(cmd: Command, index: int, spec: dict) -> dict:
+    out: dict = {}
+    note = KEY_SPEC_NOTES.get((cmd.fullname, index))
+    if note is not None:
+        out[b"notes"] = note.encode()
+    out[b"flags"] = _statuses(spec.get("flags", ()))
+    for step in ("begin_search", "find_keys"):
+        part = spec.get(step, {})
+        out[step.encode()] = {
+            b"type": part.get("type", "unknown").encode(),
+            b"spec": {k.encode(): (v.encode() if isinstance(v, str) else v)
+                      for k, v in part.get("spec", {}).items()},
+        }
+    return out
+
+
+def command_info(cmd: Command) -> list:
+    return [
+        cmd.fullname.encode(),
+        cmd.arity,
+        _statuses(_ordered_flags(cmd)),
+        cmd.first_key,
+        cmd.last_key,
+        cmd.step,
+        _statuses(cmd.acl_categories),
+        RespSet([t.encode() for t in cmd.tips]),
+        [_key_spec(cmd, i, s) for i, s in enumerate(cmd.key_specs)],
+        [command_info(sub) for sub in subcommands_in_order(cmd)],
+    ]
+
+
+def _ordered_flags(cmd: Command) -> list[str]:
+    meta = _meta(cmd)
+    return list(meta.get("flags", cmd.flags)) if meta is not None else sorted(cmd.flags)
+
+
+def _meta(cmd: Command) -> dict | None:
+    if cmd.parent is None:
+        return METADATA.get(cmd.fullname)
+    parent = METADATA.get(cmd.parent.fullname, {})
+    return parent.get("subcommands", {}).get(cmd.fullname)
+
+
+def _argument(arg: dict) -> dict:
+    out: dict = {}
+    for key, value in arg.items():
+        if key == "flags":
+            out[b"flags"] = _statuses(value)
+        elif key == "arguments":
+            out[b"arguments"] = [_argument(a) for a in value]
+        elif isinstance(value, str):
+            out[key.encode()] = value.encode()
+        else:
+            out[key.encode()] = value
+    return out
+
+
+def command_docs(cmd: Command) -> dict:
+    docs = cmd.docs
+    summary, complexity = SUMMARIES.get(cmd.fullname, ("", ""))
+    out: dict = {b"summary": summary.encode()}
+    if "since" in docs:
+        out[b"since"] = docs["since"].encode()
+    out[b"group"] = docs.get("group", cmd.group).encode()
+    out[b"complexity"] = complexity.encode()
+    if "module" in docs:
+        out[b"module"] = docs["module"].encode()
+    if docs.get("doc_flags"):
+        out[b"doc_flags"] = _statuses(docs["doc_flags"])
+    for key in ("deprecated_since", "replaced_by"):
+        if key in docs:
+            out[key.encode()] = docs[key].encode()
+    history = HISTORY.get(cmd.fullname)
+    if history:
+        out[b"history"] = [[v.encode(), text.encode()] for v, text in history]
+    if docs.get("arguments"):
+        out[b"arguments"] = [_argument(a) for a in docs["arguments"]]
+    subs = subcommands_in_order(cmd)
+    if subs:
+        out[b"subcommands"] = {s.fullname.encode(): command_docs(s) for s in subs}
+    return out
+
+
+# -- COMMAND and subcommands ----------------------------------------------------------------------
+@command("command")
+def command_(c, argv):
+    if len(argv) > 1:  # the dispatcher routes known subcommands; this is the bare form
+        return errors.unknown_subcommand(argv[1], argv[0])
+    return [command_info(cmd) for cmd in all_commands(c.server.commands)]
+
+
+@command("command|help")
+def command_help(c, argv):
+    return help_reply(HELP)
+
+
+@command("command|count")
+def command_count(c, argv):
+    return sum(1 for _ in all_commands(c.server.commands))
+
+
+@command("command|info")
+def command_info_cmd(c, argv):
+    table = c.server.commands
+    if len(argv) == 2:
+        return [command_info(cmd) for cmd in all_commands(table)]
+    out = []
+    for name in argv[2:]:
+        cmd = _lookup_full(table, name)
+        out.append(command_info(cmd) if cmd is not None else NULL_ARRAY)
+    return out
+
+
+def _lookup_full(table: Any, name: bytes) -> Command | None:
+    """``get`` or ``config|get`` (COMMAND INFO/DOCS accept container|sub names)."""
+    parent, sep, sub = name.lower().partition(b"|")
+    cmd = _lookup(table, parent)
+    if cmd is None or not sep:
+        return cmd
+    return cmd.subcommands.get(sub)
+
+
+@command("command|docs")
+def command_docs_cmd(c, argv):
+    table = c.server.commands
+    if len(argv) == 2:
+        return {cmd.fullname.encode(): command_docs(cmd) for cmd in all_commands(table)}
+    out = {}
+    for name in argv[2:]:
+        cmd = _lookup_full(table, name)
+        if cmd is not None:
+            out[cmd.fullname.encode()] = command_docs(cmd)
+    return out
+
+
+@command("command|list")
+def command_list(c, argv):
+    table = c.server.commands
+    names: list[Command] = []
+    for cmd in all_commands(table):
+        names.append(cmd)
+        names.extend(subcommands_in_order(cmd))
+    if len(argv) == 2:
+        return [cmd.fullname.encode() for cmd in names]
+    if len(argv) != 5 or argv[2].lower() != b"filterby":
+        return errors.SYNTAX
+    kind, value = argv[3].lower(), argv[4]
+    if kind == b"module":
+        return []  # pykv has no modules
+    if kind == b"aclcat":
+        cat = "@" + value.decode("latin-1").lower()
+        return [cmd.fullname.encode() for cmd in names if cat in cmd.acl_categories]
+    if kind == b"pattern":
+        return [cmd.fullname.encode() for cmd in names
+                if stringmatch(value, cmd.fullname.encode(), nocase=True)]
+    return errors.SYNTAX
+
+
+@command("command|getkeys")
+def command_getkeys(c, argv):
+    found = _getkeys(c, argv)
+    if isinstance(found, ErrorReply):
+        return found
+    args = argv[2:]
+    return [args[i] for i, _ in found]
+
+
+@command("command|getkeysandflags")
+def command_getkeysandflags(c, argv):
+    found = _getkeys(c, argv)
+    if isinstance(found, ErrorReply):
+        return found
+    args = argv[2:]
+    return [[args[i], _statuses(flags)] for i, flags in found]
+
+
+# -- key extraction ------------------------------------------------------------------------------
+Found = list[tuple[int, list[str]]]
+
+
+def _getkeys(c, argv: list[bytes]) -> Found | ErrorReply:
+    args = argv[2:]
+    cmd = _lookup(c.server.commands, args[0])
+    if cmd is not None and cmd.subcommands and len(args) >= 2:
+        cmd = cmd.subcommands.get(args[1].lower())
+    if cmd is None:
+        return INVALID_COMMAND
+    finder = cmd.get_keys or _FINDERS.get(cmd.fullname)
+    if not cmd.key_specs and finder is None:
+        return NO_KEY_ARGUMENTS
+    if (cmd.arity > 0 and cmd.arity != len(args)) or len(args) < -cmd.arity:
+        return INVALID_ARG_COUNT
+    if cmd.get_keys is not None:
+        spec_flags = cmd.key_specs[0]["flags"] if cmd.key_specs else []
+        found: Found | None = [(i, _plain(spec_flags)) for i in cmd.get_keys(args)]
+    elif finder is not None:
+        found = finder(cmd, args)
+    else:
+        found = keys_from_specs(cmd, args)
+    if not found:
+        return [] if "no_mandatory_keys" in cmd.flags else INVALID_ARGUMENTS
+    return found
+
+
+def _plain(flags: list[str]) -> list[str]:
+    """Key-spec flags as COMMAND GETKEYSANDFLAGS shows them (no spec-only markers)."""
+    return [f for f in flags if f not in ("variable_flags", "incomplete", "not_key")]
+
+
+def keys_from_specs(cmd: Command, args: list[bytes]) -> Found | None:
+    """Redis's getKeysUsingKeySpecs: None when the arguments contradict a spec."""
+    argc = len(args)
+    found: Found = []
+    for spec in cmd.key_specs:
+        if "not_key" in spec.get("flags", ()):
+            continue
+        bs, fk = spec["begin_search"], spec["find_keys"]
+        if bs["type"] == "index":
+            first = bs["spec"]["index"]
+        elif bs["type"] == "keyword":
+            first = _keyword_position(args, bs["spec"]["keyword"], bs["spec"]["startfrom"])
+            if not first:
+                continue
+        else:
+            continue
+        if fk["type"] == "range":
+            r = fk["spec"]
+            if r["lastkey"] >= 0:
+                last = first + r["lastkey"]
+            elif not r["limit"]:
+                last = argc + r["lastkey"]
+            else:
+                last = first + ((argc - first) // r["limit"] + r["lastkey"])
+            step = r["keystep"]
+        elif fk["type"] == "keynum":
+            k = fk["spec"]
+            if first + k["keynumidx"] >= argc:
+                return None
+            numkeys = to_int(args[first + k["keynumidx"]])
+            if numkeys is None or numkeys < 0:
+                return None
+            first += k["firstkey"]
+            last = first + numkeys - 1
+            step = k["keystep"]
+        else:
+            continue
+        if last >= argc or last < first or first >= argc:
+            return None
+        flags = _plain(spec.get("flags", []))
+        for i in range(first, last + 1, max(step, 1)):
+            found.append((i, flags))
+    return found
+
+
+def _keyword_position(args: list[bytes], keyword: str, startfrom: int) -> int:
+    """Index just after ``keyword``, searched forward from ``startfrom`` (or backward from
+    the end when negative); 0 when absent."""
+    argc = len(args)
+    word = keyword.encode().lower()
+    start = startfrom if startfrom > 0 else argc + startfrom
+    end = argc - 1 if startfrom > 0 else 1
+    i = start
+    while i != end:
+        if i >= argc or i < 1:
+            break
+        if args[i].lower() == word:
+            return i + 1
+        i = i + 1 if start <= end else i - 1
+    return 0
+
+
+def _sort_keys(cmd: Command, args: list[bytes]) -> Found:
+    """SORT: the sorted key, and the STORE destination (the last STORE wins)."""
+    found: Found = [(1, ["RO", "access"])]
+    if cmd.fullname == "sort_ro":
+        return found
+    skip = {b"limit": 2, b"get": 1, b"by": 1}
+    store = None
+    i = 2
+    while i < len(args):
+        word = args[i].lower()
+        if word in skip:
+            i += skip[word]
+        elif word == b"store" and i + 1 < len(args):
+            store = i + 1
+            i += 1
+        i += 1
+    if store is not None:
+        found.append((store, ["OW", "update"]))
+    return found
+
+
+def _migrate_keys(cmd: Command, args: list[bytes]) -> Found:
+    """MIGRATE host port key|"" db timeout [... KEYS k1 k2 ...]."""
+    flags = ["RW", "access", "delete"]
+    if len(args) > 6:
+        for i in range(6, len(args)):
+            low = args[i].lower()
+            if low in (b"auth",):
+                break
+            if low == b"keys" and args[3] == b"":
+                return [(j, flags) for j in range(i + 1, len(args))]
+    return [(3, flags)]
+
+
+def _set_keys(cmd: Command, args: list[bytes]) -> Found:
+    with_get = any(a.lower() == b"get" for a in args[3:])
+    return [(1, ["RW", "access", "update"] if with_get else ["OW", "update"])]
+
+
+def _bitfield_keys(cmd: Command, args: list[bytes]) -> Found:
+    writes = any(a.lower() in (b"set", b"incrby") for a in args[2:])
+    return [(1, ["RW", "update"] if writes else ["RO", "access"])]
+
+
+_FINDERS = {
+    "sort": _sort_keys,
+    "sort_ro": _sort_keys,
+    "migrate": _migrate_keys,
+    "set": _set_keys,
+    "bitfield": _bitfield_keys,
+}

@@ -1,0 +1,198 @@
+"""Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT *, FUNCTION *, FCALL,
+FCALL_RO.
+
+Argument parsing, shebang flags and the script cache's commands live here; running Lua
+(sandbox, conversions, BUSY handling) is ``pykv.scripting``. Function libraries are
+``pykv.scripting.functions``.
+"""
+from __future__ import annotations
+
+import time
+
+from pykv import errors
+from pykv.commands.args import parse_int
+from pykv.commands.registry import command
+from pykv.protocol import OK, ErrorReply, SimpleString
+from pykv.scripting.engine import RunContext, get_engine
+
+NOTBUSY = ErrorReply(b"NOTBUSY No scripts in execution right now.")
+UNKILLABLE = ErrorReply(
+    b"UNKILLABLE Sorry the script already executed write commands against the dataset. You "
+    b"can either wait the script termination or kill the server in a hard way using the "
+    b"SHUTDOWN NOSAVE command.")
+_SHEBANG_FLAGS = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
+                  b"allow-cross-slot-keys")
+
+
+def split_keys(argv: list[bytes], start: int) -> tuple[list[bytes], list[bytes]]:
+    """``numkeys key... arg...`` from ``argv[start]`` on, with Redis's checks."""
+    numkeys = parse_int(argv[start], errors.NOT_INTEGER)
+    if numkeys > len(argv) - start - 1:
+        raise ErrorReply(b"ERR Number of keys can't be greater than number of args")
+    if numkeys < 0:
+        raise ErrorReply(b"ERR Number of keys can't be negative")
+    rest = argv[start + 1:]
+    return rest[:numkeys], rest[numkeys:]
+
+
+def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
+    """EVAL's ``#!lua flags=...`` first line: (flags, body to compile) or None if absent.
+
+    The shebang line is blanked, not removed, so error line numbers match Redis's.
+    """
+    if not body.startswith(b"#!"):
+        return None
+    end = body.find(b"\n")
+    if end < 0:
+        raise ErrorReply(b"ERR Invalid script shebang")
+    parts = body[2:end].split(b" ")
+    if parts[0] != b"lua":
+        raise ErrorReply(b"ERR Unexpected engine in script shebang: " + body[:end])
+    flags: set[bytes] = set()
+    for part in parts[1:]:
+        if not part:
+            continue
+        if not part.startswith(b"flags="):
+            raise ErrorReply(b"ERR Unknown lua shebang option: " + part)
+        for flag in part[6:].split(b","):
+            if not flag:
+                continue
+            if flag not in _SHEBANG_FLAGS:
+                raise ErrorReply(b"ERR Unexpected flag in script shebang: " + flag)
+            flags.add(flag)
+    return flags, body[end:]
+
+
+def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool):
+    engine = get_engine(c.server)
+    keys, args = split_keys(argv, 2)
+    if by_sha:
+        sha = argv[1].lower()
+        entry = engine.scripts.get(sha)
+        if entry is None:
+            return errors.NOSCRIPT
+        body = entry[0]
+    else:
+        body = argv[1]
+        sha = None
+    shebang = parse_shebang(body)
+    if shebang is not None and b"no-writes" in shebang[0]:
+        read_only = True
+    if sha is None:
+        sha = engine.cache_script(body, shebang[1] if shebang else None)
+    fn = engine.scripts[sha][1]
+    ctx = RunContext(c, sha, read_only, False, argv[0].lower())
+    return engine.run(ctx, fn, keys, args)
+
+
+@command("eval")
+def eval_(c, argv):
+    return _eval(c, argv, by_sha=False, read_only=False)
+
+
+@command("eval_ro")
+def eval_ro(c, argv):
+    return _eval(c, argv, by_sha=False, read_only=True)
+
+
+@command("evalsha")
+def evalsha(c, argv):
+    return _eval(c, argv, by_sha=True, read_only=False)
+
+
+@command("evalsha_ro")
+def evalsha_ro(c, argv):
+    return _eval(c, argv, by_sha=True, read_only=True)
+
+
+# -- SCRIPT ---------------------------------------------------------------------------------
+@command("script|load")
+def script_load(c, argv):
+    engine = get_engine(c.server)
+    body = argv[2]
+    shebang = parse_shebang(body)
+    return engine.cache_script(body, shebang[1] if shebang else None)
+
+
+@command("script|exists")
+def script_exists(c, argv):
+    scripts = get_engine(c.server).scripts
+    return [1 if sha.lower() in scripts else 0 for sha in argv[2:]]
+
+
+@command("script|flush")
+def script_flush(c, argv):
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
+        return ErrorReply(b"ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+    get_engine(c.server).flush_scripts()
+    return OK
+
+
+def kill_running(c, want_function: bool):
+    ctx = c.server.busy_script
+    if ctx is None:
+        return NOTBUSY
+    if ctx.is_function != want_function:
+        return ctx.busy_error
+    if ctx.wrote:
+        return UNKILLABLE
+    ctx.killed = True
+    return OK
+
+
+@command("script|kill")
+def script_kill(c, argv):
+    return kill_running(c, want_function=False)
+
+
+@command("script|debug")
+def script_debug(c, argv):
+    mode = argv[2].lower()
+    if mode == b"no":
+        return OK
+    if mode in (b"yes", b"sync"):
+        return ErrorReply(b"ERR pykv does not implement the Lua debugger (LDB)")
+    return ErrorReply(b"ERR Use SCRIPT DEBUG YES/SYNC/NO")
+
+
+_SCRIPT_HELP = [
+    b"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    b"DEBUG (YES|SYNC|NO)",
+    b"    Set the debug mode for subsequent scripts executed.",
+    b"EXISTS <sha1> [<sha1> ...]",
+    b"    Return information about the existence of the scripts in the script cache.",
+    b"FLUSH [ASYNC|SYNC]",
+    b"    Flush the Lua scripts cache. Very dangerous on replicas.",
+    b"    When called without the optional mode argument, the behavior is determined by the",
+    b"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    b"    * ASYNC: Asynchronously flush the scripts cache.",
+    b"    * SYNC: Synchronously flush the scripts cache.",
+    b"KILL",
+    b"    Kill the currently executing Lua script.",
+    b"LOAD <script>",
+    b"    Load a script into the scripts cache without executing it.",
+    b"HELP",
+    b"    Prints this help.",
+]
+
+
+@command("script|help")
+def script_help(c, argv):
+    return [SimpleString(line) for line in _SCRIPT_HELP]
+
+
+# -- FUNCTION (the parts that do not need libraries) ------------------------------------------
+@command("function|kill")
+def function_kill(c, argv):
+    return kill_running(c, want_function=True)
+
+
+@command("function|stats")
+def function_stats(c, argv):
+    ctx = c.server.busy_script
+    running = None
+    if ctx is not None:
+        running = {b"name": ctx.name, b"command": [ctx.command],
+                   b"duration_ms": int((time.monotonic() - ctx.start) * 1000)}
+    return {b"running_script": running,
+            b"engines": {b"LUA": {b"libraries_count": 0, b"functions_count": 0}}}

@@ -1,0 +1,382 @@
+"""The scripting engine: one Lua 5.1 state (lupa) per server and how scripts run.
+
+Threads, and why. A script runs on a dedicated worker thread while the event-loop thread
+serves the script's ``redis.call`` requests, so every command (and every socket write it
+causes) still happens on the loop thread. Until ``busy-reply-threshold`` passes, the loop
+thread waits for the worker, serving its calls, exactly as Redis blocks everything else.
+After the threshold the EVAL handler returns (its client marked blocked), the loop goes
+back to serving clients, and the dispatcher answers ``BUSY`` to every command that is not
+``allow_busy`` (SCRIPT KILL, FUNCTION KILL, SHUTDOWN…), which is Redis's
+``processEventsWhileBlocked`` behaviour. A Lua count hook lets SCRIPT KILL stop a script
+that has not written yet. The worker never touches server state, and the loop thread
+never touches the Lua state while a script runs.
+
+Scripts call commands through ``ScriptClient``, a connection-less client that captures
+replies as values; the checks Redis makes for scripts (unknown command, arity, noscript,
+writes from read-only scripts) come first, with Redis's texts.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from lupa import lua51
+
+from pykv.protocol import ErrorReply, RawReply, write_reply
+from pykv.scripting.libs import LibError, library_tables
+from pykv.scripting.prelude import PRELUDE
+from pykv.server.client import NO_REPLY, Client
+
+if TYPE_CHECKING:
+    from pykv.server.server import Server
+
+log = logging.getLogger("pykv")
+
+BUSY_EVAL = ErrorReply(
+    b"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+BUSY_FUNCTION = ErrorReply(
+    b"BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN "
+    b"NOSAVE.")
+
+# reply tags of Engine._lua_call (see redis_call_impl in the prelude)
+TAG_VALUE, TAG_RESP, TAG_ERROR = 0, 1, 2
+
+_ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
+_ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
+_ERR_ARITY = b"ERR Wrong number of args calling Redis command from script"
+_ERR_NOSCRIPT = b"ERR This Redis command is not allowed from script"
+_ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
+_ERR_NO_WRITES = b"ERR Write commands are not allowed from read-only scripts."
+
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.INFO, 3: logging.WARNING}
+
+
+class ScriptClient(Client):
+    """The connection-less client scripts run commands as; replies are kept as values."""
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(server, None, 0)
+        self.captured: list[Any] = []
+        self.deny_blocking = True
+
+    def add_reply(self, reply: Any) -> None:
+        self.captured.append(reply)
+
+    def add_push(self, reply: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+class RunContext:
+    """One running script or function: who called, what it may do, how it is going."""
+
+    def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
+                 command: bytes) -> None:
+        self.caller = caller
+        self.name = name  # sha (EVAL) or function name (FCALL)
+        self.command = command
+        self.read_only = read_only
+        self.is_function = is_function
+        self.lua_resp = 2
+        self.wrote = False
+        self.killed = False
+        self.async_mode = False
+        self.start = time.monotonic()
+        self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
+
+
+class CommandError(Exception):
+    """redis.call's failure: the command's error text, reported as it is."""
+
+
+class ApiError(Exception):
+    """A redis.* API misuse (setresp(4)…): reported as ``ERR <text>``."""
+
+
+class _Host:
+    """What the prelude reads from Python (attributes, as lupa exposes objects)."""
+
+    def __init__(self, engine: Engine, lua: Any) -> None:
+        self.call_raise = engine._lua_call_raise
+        self.call_protected = engine._lua_call_protected
+        self.log = engine._lua_log
+        self.sha1hex = lambda data: hashlib.sha1(data).hexdigest().encode()
+        self.setresp = engine._lua_setresp
+        self.set_repl = engine._lua_set_repl
+        self.hook = engine._lua_hook
+        self.classify = _classify
+        version = engine.server.version
+        self.version = version.encode()
+        major, minor, patch = (int(x) for x in version.split("."))
+        self.version_num = (major << 16) | (minor << 8) | patch
+        self.null = lua.eval("newproxy()")
+        for name, funcs in library_tables(lua, self.null).items():
+            setattr(self, name, lua.table_from(funcs))
+
+
+def _classify(err: Any) -> tuple[int, bytes]:
+    """(kind, text) of an exception raised into Lua: 0 as is, 1 ERR text, 2 positioned."""
+    text = str(err.args[0] if getattr(err, "args", None) else err)
+    data = text.encode("utf-8", "surrogateescape")
+    if isinstance(err, CommandError):
+        return 0, data
+    if isinstance(err, LibError):
+        return 2, data
+    return 1, data
+
+
+class Engine:
+    """The server's Lua state, script cache, worker thread and running-script state."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
+                                    register_builtins=False, unpack_returned_tuples=True)
+        self.api = self.lua.execute(PRELUDE, _Host(self, self.lua))
+        self.scripts: dict[bytes, tuple[bytes, Any]] = {}
+        self.client = ScriptClient(server)
+        self.ctx: RunContext | None = None
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._responses: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker = threading.Thread(target=self._work, name="pykv-lua", daemon=True)
+        self._worker.start()
+
+    # -- compiling -------------------------------------------------------------------
+    def compile(self, body: bytes, chunkname: bytes = b"@user_script") -> Any:
+        fn, err = self.api.compile(body, chunkname)
+        if fn is None:
+            raise ErrorReply(b"ERR Error compiling script (new function): " + err)
+        return fn
+
+    def cache_script(self, body: bytes, compile_body: bytes | None = None) -> bytes:
+        sha = hashlib.sha1(body).hexdigest().encode()
+        if sha not in self.scripts:
+            self.scripts[sha] = (body, self.compile(compile_body if compile_body is not None
+                                                    else body))
+        return sha
+
+    def flush_scripts(self) -> None:
+        self.scripts.clear()
+        self.lua.execute("collectgarbage()")
+
+    # -- running ---------------------------------------------------------------------
+    def run(self, ctx: RunContext, fn: Any, keys: list[bytes], args: list[bytes],
+            as_callback: bool = False) -> Any:
+        """Run ``fn`` for ``ctx.caller``: the reply, or NO_REPLY if it went busy."""
+        caller = ctx.caller
+        client = self.client
+        client.select(caller.db_index)
+        client.resp = 2
+        client.user = caller.user
+        client.authenticated = True
+        self.ctx = ctx
+        runner = self.api.run_callback if as_callback else self.api.run
+        caller_resp = caller.resp
+        nkeys = len(keys)
+
+        def job() -> Any:
+            result = runner(fn, nkeys, *keys, *args)
+            if result[0]:
+                return self.api.encode_result(result[1], caller_resp, ctx.lua_resp)
+            return result
+
+        self._jobs.put(job)
+        threshold = self.server.config.busy_reply_threshold / 1000.0
+        can_yield = not getattr(caller, "executing_multi", False) and caller.conn is not None
+        deadline = ctx.start + threshold if can_yield else None
+        while True:
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                return self._go_busy(ctx)
+            try:
+                kind, payload = self._requests.get(timeout=timeout)
+            except queue.Empty:
+                return self._go_busy(ctx)
+            if kind == "call":
+                self._responses.put(self._execute(ctx, payload))
+            else:
+                self.ctx = None
+                return self._final_reply(ctx, payload)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                result = job()
+            except Exception as exc:  # a lupa/Python failure must still end the script
+                log.exception("script worker failed")
+                result = (False, b"ERR " + str(exc).encode(), None, None)
+            self._post(("done", result))
+
+    def _post(self, item: tuple) -> None:
+        self._requests.put(item)
+        ctx = self.ctx
+        if ctx is not None and ctx.async_mode and self.server.loop is not None:
+            self.server.loop.call_soon_threadsafe(self._drain)
+
+    def _final_reply(self, ctx: RunContext, result: tuple) -> Any:
+        if result[0]:
+            return RawReply(result[1])
+        msg = result[1]
+        if not isinstance(msg, bytes):
+            msg = str(msg).encode()
+        if len(result) >= 4 and result[2] is not None:
+            msg += b" script: " + ctx.name + b", on " + result[2] + b":" \
+                + str(result[3]).encode() + b"."
+        return ErrorReply(msg)
+
+    # -- busy mode -------------------------------------------------------------------
+    def _go_busy(self, ctx: RunContext) -> Any:
+        log.warning("Slow script detected: still in execution after %d milliseconds. You "
+                    "can try killing the script using the %s command.",
+                    int((time.monotonic() - ctx.start) * 1000),
+                    "FUNCTION KILL" if ctx.is_function else "SCRIPT KILL")
+        ctx.async_mode = True
+        self.server.busy_script = ctx
+        ctx.caller.blocked = ctx
+        self.server.loop.call_soon(self._drain)
+        return NO_REPLY
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, payload = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            ctx = self.ctx
+            if kind == "call":
+                self._responses.put(self._execute(ctx, payload))
+                continue
+            self.ctx = None
+            self.server.busy_script = None
+            caller = ctx.caller
+            reply = self._final_reply(ctx, payload)
+            caller.blocked = None
+            if isinstance(reply, ErrorReply):
+                self.server.count_error(reply)
+            if not caller.closed:
+                caller.add_reply(reply)
+                caller.process_input()
+                caller.flush()
+            self.after_script()
+
+    def after_script(self) -> None:
+        """Serve clients blocked on keys the script wrote (as Redis does after a script)."""
+        server = self.server
+        if getattr(server, "ready_keys", None):
+            server.blocking.handle_ready_keys()
+
+    # -- callbacks from Lua (worker thread) ------------------------------------------
+    def _lua_call(self, args: tuple) -> tuple[int, Any]:
+        if not args:
+            return TAG_ERROR, b"ERR Please specify at least one argument for this redis lib call"
+        argv: list[bytes] = []
+        for a in args:
+            t = type(a)
+            if t is bytes:
+                argv.append(a)
+            elif t is int or t is float:
+                argv.append(b"%.14g" % a)
+            else:
+                return TAG_ERROR, _ERR_ARGS
+        self._post(("call", argv))
+        return self._responses.get()
+
+    def _lua_call_raise(self, *args: Any) -> Any:
+        tag, value = self._lua_call(args)
+        if tag == TAG_VALUE:
+            return value
+        if tag == TAG_RESP:
+            return self.api.resp_to_lua(value)
+        raise CommandError(value.decode("utf-8", "surrogateescape"))
+
+    def _lua_call_protected(self, *args: Any) -> Any:
+        tag, value = self._lua_call(args)
+        if tag == TAG_VALUE:
+            return value
+        if tag == TAG_RESP:
+            return self.api.resp_to_lua(value)
+        return self.lua.table_from({b"err": value})
+
+    def _lua_log(self, *args: Any) -> None:
+        if len(args) < 2:
+            raise ApiError("redis.log() requires two arguments or more.")
+        level = args[0]
+        if type(level) not in (int, float):
+            raise ApiError("First argument must be a number (log level).")
+        parts = [a if type(a) is bytes else (b"%.14g" % a if type(a) in (int, float)
+                                              else str(a).encode()) for a in args[1:]]
+        log.log(_LOG_LEVELS.get(int(level), logging.INFO), "%s",
+                b" ".join(parts).decode("utf-8", "replace"))
+
+    def _lua_setresp(self, *args: Any) -> None:
+        if len(args) != 1 or type(args[0]) not in (int, float) or args[0] not in (2, 3):
+            raise ApiError("RESP version must be 2 or 3.")
+        if self.ctx is not None:
+            self.ctx.lua_resp = int(args[0])
+
+    def _lua_set_repl(self, *args: Any) -> None:
+        if len(args) != 1 or type(args[0]) not in (int, float) or not 0 <= args[0] <= 3:
+            raise ApiError("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL "
+                           "or REPL_NONE.")
+
+    def _lua_hook(self) -> bool:
+        ctx = self.ctx
+        return ctx is not None and ctx.killed
+
+    # -- a command from a script (loop thread) ---------------------------------------
+    def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
+        server = self.server
+        cmd = server.commands.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands:
+            if len(argv) >= 2:
+                cmd = cmd.subcommands.get(argv[1].lower())
+        elif cmd is not None and cmd.handler is None:
+            cmd = None
+        if cmd is None:
+            return TAG_ERROR, _ERR_UNKNOWN
+        arity = cmd.arity
+        if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
+            return TAG_ERROR, _ERR_ARITY
+        if cmd.noscript:
+            return TAG_ERROR, _ERR_NOSCRIPT
+        if cmd.is_write:
+            if ctx.read_only:
+                return TAG_ERROR, _ERR_RO
+            ctx.wrote = True
+        client = self.client
+        client.captured = []
+        reply = client.call(cmd, argv)
+        if reply is NO_REPLY:
+            reply = client.captured[0] if client.captured else None
+        return self.reply_to_lua(reply, ctx.lua_resp)
+
+    @staticmethod
+    def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
+        t = type(reply)
+        if t is bytes or t is int:
+            return TAG_VALUE, reply
+        if t is bytearray:
+            return TAG_VALUE, bytes(reply)
+        if reply is None:
+            return TAG_VALUE, (False if lua_resp == 2 else None)
+        if t is ErrorReply:
+            return TAG_ERROR, reply.data
+        out = bytearray()
+        write_reply(out, reply, lua_resp)
+        return TAG_RESP, bytes(out)
+
+
+def get_engine(server: Server) -> Engine:
+    engine = getattr(server, "scripting", None)
+    if engine is None:
+        engine = server.scripting = Engine(server)
+    return engine
+

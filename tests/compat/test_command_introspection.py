@@ -1,0 +1,139 @@
+"""COMMAND and its subcommands against real redis-server.
+
+Metadata must be byte-identical for every command pykv implements; the prose (DOCS
+summary/complexity/history texts and key-spec notes) is pykv's own, so it is masked.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from support.resp import RawClient
+
+TABLE = json.loads((Path(__file__).parents[2] / "pykv/commands/command_table.json").read_text())
+PROSE = re.compile(rb"(\$(?:5\r\nnotes|7\r\nsummary|10\r\ncomplexity)\r\n)\$\d+\r\n[^\r]*\r\n")
+HISTORY = re.compile(rb"\$7\r\nhistory\r\n\*(\d+)\r\n((?:\*2\r\n\$5\r\n[\d.]+\r\n\$\d+\r\n[^\r]*"
+                     rb"\r\n)*)")
+
+
+def _mask(reply: bytes) -> bytes:
+    reply = PROSE.sub(rb"\1PROSE", reply)
+    return HISTORY.sub(lambda m: b"HISTORY" + re.sub(rb"\$\d+\r\n[^\r]*\r\n(?=\*2|$)", b"T",
+                                                     m.group(2) + b""), reply)
+
+
+def _names(raw_reply: bytes) -> list[str]:
+    return [n.decode() for n in re.findall(rb"\$\d+\r\n([^\r]+)\r\n", raw_reply)]
+
+
+@pytest.fixture(scope="module")
+def implemented(pykv_proc) -> list[str]:
+    c = RawClient(port=pykv_proc.port)
+    names = _names(c.call("COMMAND", "LIST"))
+    c.close()
+    return names
+
+
+def _fully_implemented(name: str, names: list[str]) -> bool:
+    subs = TABLE.get(name, {}).get("subcommands", {})
+    extra = [n for n in names if n.startswith(name + "|") and n not in subs]
+    return not extra and all(s in names for s in subs)
+
+
+def test_every_command_has_a_summary():
+    from pykv.commands.summaries import SUMMARIES
+
+    for name, meta in TABLE.items():
+        assert name in SUMMARIES
+        for sub in meta["subcommands"]:
+            assert sub in SUMMARIES
+
+
+def test_list_holds_only_registered(implemented):
+    assert "get" in implemented and "command|info" in implemented
+    assert all(n.split("|")[0] in TABLE or n in ("client|no-touch", "client|setinfo")
+               for n in implemented)
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_command_info_matches_redis(diff, diff3, implemented, resp3):
+    d = diff3 if resp3 else diff
+    tops = [n for n in implemented if "|" not in n and _fully_implemented(n, implemented)]
+    assert len(tops) > 20
+    for i in range(0, len(tops), 25):
+        real, ours = d.both("COMMAND", "INFO", *tops[i:i + 25])
+        assert _mask(ours) == _mask(real), tops[i:i + 25]
+    subs = [n for n in implemented if "|" in n and n.split("|")[1] not in ("no-touch", "setinfo")]
+    real, ours = d.both("COMMAND", "INFO", *subs)
+    assert _mask(ours) == _mask(real)
+    d("COMMAND", "INFO", "nosuchcommand", "get")
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_command_docs_matches_redis(diff, diff3, implemented, resp3):
+    d = diff3 if resp3 else diff
+    tops = [n for n in implemented if "|" not in n and _fully_implemented(n, implemented)]
+    for i in range(0, len(tops), 25):
+        real, ours = d.both("COMMAND", "DOCS", *tops[i:i + 25])
+        assert _mask(ours) == _mask(real), tops[i:i + 25]
+    d("COMMAND", "DOCS", "nosuchcommand")
+
+
+def test_command_count_and_bare(raw, implemented):
+    count = int(raw.call("COMMAND", "COUNT")[1:-2])
+    assert count == len([n for n in implemented if "|" not in n])
+    assert raw.call("COMMAND").startswith(b"*%d\r\n" % count)
+    assert raw.call("COMMAND", "INFO").startswith(b"*%d\r\n" % count)
+    assert raw.call("COMMAND", "DOCS").startswith(b"*%d\r\n" % (2 * count))
+
+
+@pytest.mark.parametrize("args", [
+    ["LIST", "FILTERBY"], ["LIST", "FILTERBY", "foo", "x"], ["LIST", "FILTERBY", "pattern"],
+    ["LIST", "x"], ["LIST", "FILTERBY", "MODULE", "nosuch"], ["GETKEYS"], ["GETKEYS", "get"],
+    ["GETKEYS", "nosuch", "a"], ["GETKEYS", "ping"], ["GETKEYS", "get", "a", "b"],
+    ["GETKEYS", "get", "a"], ["GETKEYS", "mset", "a", "1", "b", "2"],
+    ["GETKEYS", "mset", "a", "1", "b"], ["GETKEYS", "del", "a", "b", "c"],
+    ["GETKEYS", "config", "get"], ["GETKEYS", "config", "nosuch", "x"], ["GETKEYS", "config"],
+    ["GETKEYS", "zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"],
+    ["GETKEYS", "zunion", "0", "a"], ["GETKEYS", "zunion", "3", "a"],
+    ["GETKEYS", "zunion", "x", "a"], ["GETKEYS", "eval", "s", "0"],
+    ["GETKEYS", "eval", "s", "2", "a", "b", "c"], ["GETKEYS", "lmpop", "2", "a", "b", "LEFT"],
+    ["GETKEYS", "xread", "COUNT", "2", "STREAMS", "a", "b", "0", "0"],
+    ["GETKEYS", "xread", "STREAMS", "a", "b", "0"],
+    ["GETKEYS", "sort", "k", "BY", "w_*", "STORE", "d", "LIMIT", "0", "1"],
+    ["GETKEYS", "sort", "k", "GET", "#"], ["GETKEYS", "sort_ro", "k", "BY", "x"],
+    ["GETKEYS", "migrate", "h", "1", "k", "0", "10"],
+    ["GETKEYS", "migrate", "h", "1", "", "0", "10", "KEYS", "a", "b"],
+    ["GETKEYS", "georadius", "g", "1", "2", "3", "m", "STORE", "d"],
+    ["GETKEYS", "object", "encoding", "k"], ["GETKEYS", "memory", "usage", "k"],
+    ["GETKEYSANDFLAGS", "set", "a", "b", "GET"], ["GETKEYSANDFLAGS", "set", "a", "b"],
+    ["GETKEYSANDFLAGS", "lmove", "a", "b", "LEFT", "RIGHT"],
+    ["GETKEYSANDFLAGS", "bitfield", "k", "GET", "u8", "0"],
+    ["GETKEYSANDFLAGS", "bitfield", "k", "SET", "u8", "0", "1"],
+    ["GETKEYSANDFLAGS", "sort", "k", "STORE", "d"], ["GETKEYSANDFLAGS", "getex", "k"],
+    ["COUNT", "x"], ["HELP", "x"], ["NOSUCH"],
+])
+def test_command_subcommand_replies(diff, diff3, args, implemented):
+    words = [a for a in args[1:2] if args[0].startswith("GETKEYS")]
+    if words and words[0].lower() not in implemented:
+        pytest.skip(f"{words[0]} is not implemented yet")
+    diff("COMMAND", *args)
+    diff3("COMMAND", *args)
+
+
+def test_command_list_filters(diff, implemented):
+    real, ours = diff.both("COMMAND", "LIST", "FILTERBY", "ACLCAT", "connection")
+    mine = set(_names(ours))
+    expected = {n for n in _names(real) if n in implemented}
+    assert mine - {"client|no-touch", "client|setinfo"} == expected
+    real, ours = diff.both("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*")
+    assert set(_names(ours)) - {"client|no-touch", "client|setinfo"} == \
+        {n for n in _names(real) if n in implemented}
+
+
+def test_command_help_shape(diff):
+    real, ours = diff.both("COMMAND", "HELP")
+    assert ours.split(b"\r\n")[0] == real.split(b"\r\n")[0]
+    assert ours.split(b"\r\n")[1] == real.split(b"\r\n")[1]

@@ -1,0 +1,266 @@
+"""EVAL & co. and SCRIPT compared byte for byte with real redis-server 7.0.
+
+Covers the Lua <-> RESP conversions (RESP2 and RESP3 callers, redis.setresp), the sandbox's
+error texts, redis.call/pcall error reporting (``script: <sha>, on @user_script:N.``), the
+bundled libraries' common cases, shebang flags, the script cache, and BUSY + SCRIPT KILL.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.resp import RawClient, encode_command
+
+SCRIPTS_RESP2 = [
+    "return 1", "return 3.99", "return -3.99", "return -0.5", "return 1e20",
+    "return {1e20, -0.5, 2^53}", "return 'str'", "return true", "return false", "return nil",
+    "return {1,2,3.7,nil,5}", "return {ok='fine'}", "return {err='My Error'}",
+    "return {err='ERR x'}", "return {err='-x'}", "return {err=1}", "return {ok=1}",
+    "return {}", "return {1,2,{3,'x',{ok='y'}}}", "return {ok='a\\r\\nb'}",
+    "return {double=3.5}", "return {map={a=1}}", "return {set={a=true}}",
+    "return {big_number='123'}", "return redis.error_reply('xyz')",
+    "return redis.error_reply('My err')", "return redis.error_reply('-xyz abc')",
+    "return redis.error_reply()", "return redis.status_reply('FINE')",
+    "return redis.status_reply('-x')", "return redis.status_reply()",
+    "return redis.sha1hex('')", "return redis.sha1hex('abc')",
+    "return KEYS[1]..ARGV[1]", "return {KEYS, ARGV}", "return #ARGV",
+    "return redis.REDIS_VERSION", "return redis.REDIS_VERSION_NUM",
+    "return redis.LOG_WARNING", "return redis.REPL_ALL", "return redis.breakpoint()",
+    "return redis.log(redis.LOG_WARNING, 'hello from a test')", "return _VERSION",
+    "return tostring(1/0)", "return loadstring('return 1')()",
+    "return loadstring('\\27Lua')", "return {loadstring('x x')}", "return type(_G)",
+    "return table.getn({1,2})", "return unpack({1,2})", "return string.format('%d', 5)",
+    "return ('abc'):upper()", "return type(coroutine)", "return type(load)",
+    "return type(gcinfo)",
+]
+
+SANDBOX_ERRORS = [
+    "x = 1", "return y", "os.exit()", "return type(io)", "return type(print)",
+    "return type(require)", "return type(debug)", "return type(getfenv)",
+    "return type(setfenv)", "return type(newproxy)", "return type(module)",
+    "return type(dofile)", "return type(python)", "_G.x = 1", "rawset(_G, 'x', 1)",
+    "redis = nil", "redis.call = nil", "string.x = 1", "local t = {} setmetatable(_G, t)",
+    "error('boom')", "error({err='TBL err'})", "local function f() error('deep') end\nf()",
+    "syntax error here", "return redis.setresp(4)", "return redis.set_repl(99)",
+    "local x = nil + 1",
+]
+
+CALL_ERRORS = [
+    "return redis.call('nosuch', 's')", "return redis.call('get')",
+    "return redis.call('subscribe', 'x')", "return redis.call('set', 'a')",
+    "return redis.call()", "return redis.call(1)", "return redis.call({})",
+    "return redis.call('get', {})", "return redis.pcall('nosuch')",
+    "local ok, e = pcall(redis.call, 'nosuch') return e",
+    "local ok, e = pcall(redis.call, 'nosuch') return type(e)",
+    "local e = redis.pcall('nosuch') return e['err']",
+    "return redis.call('incr', 'str')", "return redis.pcall('incr', 'str')",
+    "local v = redis.call('incr', 'str')\nreturn v",
+]
+
+
+def test_conversions_resp2(diff):
+    for script in SCRIPTS_RESP2:
+        diff("EVAL", script, "1", "key", "arg1", "arg2")
+
+
+def test_conversions_resp3(diff3):
+    for script in SCRIPTS_RESP2:
+        diff3("EVAL", script, "1", "key", "arg1", "arg2")
+    for script in ("redis.setresp(3) return true", "redis.setresp(3) return false",
+                   "redis.setresp(3) return redis.call('get', 'nokey')",
+                   "redis.setresp(3) return type(redis.call('get', 'nokey'))"):
+        diff3("EVAL", script, "0")
+
+
+def test_setresp_in_resp2_caller(diff):
+    for script in ("redis.setresp(3) return true", "redis.setresp(3) return false",
+                   "redis.setresp(3) return type(redis.call('get', 'nokey'))",
+                   "return type(redis.call('get', 'nokey'))"):
+        diff("EVAL", script, "0")
+
+
+def test_sandbox_errors(diff):
+    for script in SANDBOX_ERRORS:
+        diff("EVAL", script, "0")
+
+
+def test_redis_call_errors(diff):
+    diff("SET", "str", "text")
+    for script in CALL_ERRORS:
+        diff("EVAL", script, "0")
+
+
+def test_redis_call_values(diff):
+    diff("SET", "k", "v")
+    for script in ("return redis.call('set', 'x', 'y')", "return redis.call('get', 'x')",
+                   "return redis.call('get', 'nokey')", "return redis.call('ping')",
+                   "return redis.call('echo', 'x')", "return redis.call('incr', 'n')",
+                   "return redis.call('incrbyfloat', 'f', '1.5')",
+                   "return redis.call('mget', 'k', 'nokey', 'x')",
+                   "return redis.call('get', 1.5)", "return redis.call('set', 'num', 42)",
+                   "return redis.call('get', 'num')",
+                   "return redis.call('select', '1')"):
+        diff("EVAL", script, "0")
+    diff("GET", "x")
+
+
+def test_select_inside_script_does_not_leak(diff):
+    diff("EVAL", "redis.call('select', '2') return redis.call('set', 'x', 'z')", "0")
+    diff("GET", "x")
+    diff("SELECT", "2")
+    diff("GET", "x")
+    diff("FLUSHALL")
+    diff("SELECT", "0")
+
+
+def test_numkeys_errors(diff):
+    diff("EVAL", "return 1", "-1")
+    diff("EVAL", "return 1", "5", "a")
+    diff("EVAL", "return 1", "x")
+    diff("EVAL", "return 1")
+
+
+def test_read_only_scripts(diff):
+    diff("EVAL_RO", "return redis.call('set', 'a', 'b')", "0")
+    diff("EVAL_RO", "return redis.call('get', 'a')", "0")
+    diff("EVAL", "#!lua flags=no-writes\nreturn redis.call('set','a','b')", "0")
+    diff("EVAL", "#!lua flags=no-writes\n\nerror('x')", "0")
+    diff("EVAL", "#!lua\nreturn redis.call('set','a','b')", "0")
+    diff("EVAL", "#!lua flags=bogus\nreturn 1", "0")
+    diff("EVAL", "#!lua flags=no-writes,allow-oom\nreturn 1", "0")
+    diff("EVAL", "#!lua foo=bar\nreturn 1", "0")
+    diff("EVAL", "#!py\nreturn 1", "0")
+    diff("EVAL", "#!lua", "0")
+    diff("EXISTS", "a")
+
+
+def test_script_cache(diff):
+    diff("SCRIPT", "EXISTS", "a", "b")
+    diff("SCRIPT", "LOAD", "return 1")
+    diff("SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
+         "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB")
+    diff("EVALSHA", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB", "0")
+    diff("EVALSHA_RO", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0")
+    diff("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0")
+    diff("EVALSHA", "abc", "0")
+    diff("EVAL", "return 'cached by eval'", "0")
+    diff("SCRIPT", "EXISTS", "a9a4c8e1b1a6d1bbc5e2f7b4ad0a5f5e6d1cd36b")
+    diff("SCRIPT", "LOAD", "syntax error")
+    diff("SCRIPT", "FLUSH", "bad")
+    diff("SCRIPT", "FLUSH", "ASYNC")
+    diff("SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db")
+    diff("SCRIPT", "FLUSH")
+    diff("SCRIPT", "KILL")
+    diff("SCRIPT", "HELP")
+    diff("SCRIPT")
+    diff("SCRIPT", "NOSUCH")
+
+
+def test_libraries(diff):
+    for script in (
+        "return cjson.encode({1,2,{a=1}})", "return cjson.decode('[1,2,{\"a\":1.5}]')[3].a",
+        "return cjson.encode({a={1,2},b='x'})",
+        "return cjson.encode(cjson.decode('{\"a\":[1,2,null],\"b\":true}'))",
+        "return cjson.encode({[1]=1,[3]=3})", "return cjson.encode({})",
+        "return cjson.encode(3.14159)", "return cjson.encode('a\"b/\\1')",
+        "return cjson.decode('[1,2')", "return cjson.decode('{\"a\" 1}')",
+        "return cjson.decode('')", "return type(cjson.null)",
+        "return cjson.encode({[1]=1,[30]=3})", "return cjson.decode('\"\\\\u00e9\"')",
+        "return cmsgpack.unpack(cmsgpack.pack({1,2,{a='b'}}))",
+        "return {cmsgpack.unpack(cmsgpack.pack(1,'a',3.5))}",
+        "return cmsgpack.pack({a=1})",
+        "return cmsgpack.pack(-1, 300, 70000, 1.5, true, false, 'hello')",
+        "return cmsgpack.pack(-100, -40000, 2^40, 'x', {})",
+        "return bit.tohex(255)", "return bit.tohex(-1, -4)",
+        "return {bit.bor(1,2), bit.bxor(5,3), bit.lshift(1,4), bit.rshift(-1,28), "
+        "bit.arshift(-16,2), bit.bnot(0), bit.tobit(2^32+5), bit.rol(1,31), bit.ror(1,1), "
+        "bit.bswap(1), bit.band(7,3,5)}",
+        "return {struct.unpack('>I2', '\\1\\2')}", "return struct.size('>iHb')",
+        "return struct.pack('<i4 s', 5, 'ab')", "return {struct.unpack('<hB', '\\255\\255\\7')}",
+    ):
+        diff("EVAL", script, "0")
+
+
+def test_scripts_touch_watched_keys(diff, real_redis, pykv_proc):
+    other = type(diff)(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    diff("WATCH", "k")
+    other("EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "k")
+    diff("MULTI")
+    diff("GET", "k")
+    diff("EXEC")
+    other.real.close()
+    other.ours.close()
+
+
+def test_eval_inside_multi(diff):
+    diff("MULTI")
+    diff("EVAL", "return redis.call('incr', 'c')", "0")
+    diff("EVAL", "return redis.call('nosuch')", "0")
+    diff("EXEC")
+
+
+def test_blocking_command_in_script_does_not_block(diff):
+    diff("EVAL", "return redis.call('blpop', 'nolist', 0)", "0")
+
+
+@pytest.fixture
+def short_busy_threshold(diff):
+    diff("CONFIG", "SET", "busy-reply-threshold", "100")
+    yield
+    diff.real.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+    diff.ours.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def test_busy_script_and_script_kill(diff, short_busy_threshold, real_redis, pykv_proc):
+    runners = [RawClient(port=p) for p in (real_redis.port, pykv_proc.port)]
+    for r in runners:
+        r.send_raw(encode_command("EVAL", "local i = 0 while true do i = i + 1 end", "0"))
+    time.sleep(0.5)
+    diff("PING")  # BUSY
+    diff("GET", "k")
+    diff("FUNCTION", "KILL")  # a script, not a function, is running
+    diff("SCRIPT", "KILL")
+    replies = [r.read_reply() for r in runners]
+    assert replies[1] == replies[0]
+    diff("PING")
+    diff("SCRIPT", "KILL")  # nothing running any more
+    for r in runners:
+        r.close()
+
+
+def test_busy_script_that_wrote_is_unkillable(diff, short_busy_threshold, real_redis,
+                                             pykv_proc):
+    runners = [RawClient(port=p) for p in (real_redis.port, pykv_proc.port)]
+    script = ("redis.call('set', 'w', '1') local t = redis.call('time') "
+              "local s = tonumber(t[1]) + 1 while tonumber(redis.call('time')[1]) <= s do end "
+              "return 'done'")
+    for r in runners:
+        r.send_raw(encode_command("EVAL", script, "0"))
+    time.sleep(0.4)
+    diff("SCRIPT", "KILL")
+    replies = [r.read_reply() for r in runners]
+    assert replies[1] == replies[0] == b"$4\r\ndone\r\n"
+    diff("GET", "w")
+    for r in runners:
+        r.close()
+
+
+def test_busy_while_script_runs_pipeline_continues(pykv_proc):
+    """The EVAL caller's pipelined commands run after the busy script finishes."""
+    c = RawClient(port=pykv_proc.port)
+    c.call("CONFIG", "SET", "busy-reply-threshold", "50")
+    try:
+        script = "local t = redis.call('time') local s = t[1] * 1000000 + t[2] " \
+                 "while true do local n = redis.call('time') " \
+                 "if n[1] * 1000000 + n[2] - s > 300000 then break end end return 'ok'"
+        c.send_raw(encode_command("EVAL", script, "0") + encode_command("PING"))
+        other = RawClient(port=pykv_proc.port)
+        time.sleep(0.15)
+        assert other.call("PING").startswith(b"-BUSY")
+        assert c.read_reply() == b"$2\r\nok\r\n"
+        assert c.read_reply() == b"+PONG\r\n"
+        assert other.call("PING") == b"+PONG\r\n"
+        other.close()
+    finally:
+        c.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+        c.close()

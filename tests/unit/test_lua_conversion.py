@@ -1,0 +1,86 @@
+"""Lua <-> RESP conversion of the scripting engine, on values (no server process)."""
+from __future__ import annotations
+
+import pytest
+
+from pykv.protocol import NULL_ARRAY, BigNumber, ErrorReply, RespSet, SimpleString
+from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from pykv.server.server import Server
+
+    return Engine(Server())
+
+
+def lua_result(engine, source: str, resp: int = 2, lua_resp: int = 2):
+    fn = engine.compile(source.encode())
+    ok, value = engine.api.run(fn, 0)[:2]
+    assert ok
+    return tuple(engine.api.encode_result(value, resp, lua_resp))
+
+
+@pytest.mark.parametrize("source, resp, expected", [
+    ("return 7.9", 2, b":7\r\n"),
+    ("return -7.9", 2, b":-7\r\n"),
+    ("return -0.2", 2, b":0\r\n"),
+    ("return 2^63", 2, b":-9223372036854775808\r\n"),
+    ("return 'a'", 2, b"$1\r\na\r\n"),
+    ("return nil", 2, b"$-1\r\n"),
+    ("return nil", 3, b"_\r\n"),
+    ("return true", 2, b":1\r\n"),
+    ("return false", 2, b"$-1\r\n"),
+    ("return false", 3, b"_\r\n"),
+    ("return {1, 'x', nil, 3}", 2, b"*2\r\n:1\r\n$1\r\nx\r\n"),
+    ("return {ok='a\\nb'}", 2, b"+a b\r\n"),
+    ("return {double=1.5}", 3, b",1.5\r\n"),
+    ("return {double=1.5}", 2, b"$3\r\n1.5\r\n"),
+    ("return {big_number='12'}", 3, b"(12\r\n"),
+    ("return {map={a=1}}", 3, b"%1\r\n$1\r\na\r\n:1\r\n"),
+    ("return {set={a=true}}", 2, b"*1\r\n$1\r\na\r\n"),
+    ("return {verbatim_string={format='txt', string='hi'}}", 3, b"=6\r\ntxt:hi\r\n"),
+])
+def test_lua_to_resp(engine, source, resp, expected):
+    assert lua_result(engine, source, resp) == (True, expected)
+
+
+def test_booleans_follow_setresp3(engine):
+    assert lua_result(engine, "return true", 3, 3) == (True, b"#t\r\n")
+    assert lua_result(engine, "return false", 2, 3) == (True, b":0\r\n")
+
+
+def test_top_level_error_table(engine):
+    assert lua_result(engine, "return {err='CODE text'}") == (False, b"CODE text")
+
+
+@pytest.mark.parametrize("reply, lua_resp, expected", [
+    (5, 2, (TAG_VALUE, 5)),
+    (b"x", 2, (TAG_VALUE, b"x")),
+    (None, 2, (TAG_VALUE, False)),
+    (None, 3, (TAG_VALUE, None)),
+    (ErrorReply(b"ERR bad"), 2, (TAG_ERROR, b"ERR bad")),
+    (SimpleString(b"OK"), 2, (TAG_RESP, b"+OK\r\n")),
+    (NULL_ARRAY, 2, (TAG_RESP, b"*-1\r\n")),
+    ({b"f": b"v"}, 2, (TAG_RESP, b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n")),
+    ({b"f": b"v"}, 3, (TAG_RESP, b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n")),
+    (RespSet([b"a"]), 3, (TAG_RESP, b"~1\r\n$1\r\na\r\n")),
+    (1.5, 3, (TAG_RESP, b",1.5\r\n")),
+    (BigNumber(b"9"), 2, (TAG_RESP, b"$1\r\n9\r\n")),
+])
+def test_reply_to_lua_tags(reply, lua_resp, expected):
+    assert Engine.reply_to_lua(reply, lua_resp) == expected
+
+
+def test_resp_parsed_into_lua_values(engine):
+    to_lua = engine.api.resp_to_lua
+    assert to_lua(b"+OK\r\n")[b"ok"] == b"OK"
+    assert to_lua(b"-ERR x\r\n")[b"err"] == b"ERR x"
+    arr = to_lua(b"*3\r\n:1\r\n$1\r\na\r\n$-1\r\n")
+    assert (arr[1], arr[2], arr[3]) == (1, b"a", False)
+    assert to_lua(b"*-1\r\n") is False
+    assert to_lua(b"%1\r\n$1\r\nk\r\n:2\r\n")[b"map"][b"k"] == 2
+    assert to_lua(b"~1\r\n$1\r\nm\r\n")[b"set"][b"m"] is True
+    assert to_lua(b",2.5\r\n")[b"double"] == 2.5
+    assert to_lua(b"#t\r\n") is True
+    assert to_lua(b"_\r\n") is None
