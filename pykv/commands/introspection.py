@@ -19,7 +19,7 @@ from pykv.commands.args import to_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import METADATA, Command, command
 from pykv.commands.summaries import HISTORY, KEY_SPEC_NOTES, SUMMARIES
-from pykv.protocol import NULL_ARRAY, ErrorReply, RespSet, SimpleString
+from pykv.protocol import ErrorReply, RespSet, SimpleString
 from pykv.util.glob import stringmatch
 
 HELP = [
@@ -32,10 +32,12 @@ HELP = [
     "    The names of all the commands of this server.",
     "INFO [<command-name> ...]",
     "    Details about the named commands.",
-    "    Without names, every command is described.",
+    "    With no name at all, the details of every",
+    "    command are returned.",
     "DOCS [<command-name> ...]",
     "    Documentation of the named commands.",
-    "    Without names, every command is documented.",
+    "    With no name at all, the documentation of every",
+    "    command is returned.",
     "GETKEYS <full-command>",
     "    The key names found in a whole command line.",
     "GETKEYSANDFLAGS <full-command>",
@@ -101,8 +103,10 @@ def command_info(cmd: Command) -> list:
         cmd.step,
         _statuses(cmd.acl_categories),
         RespSet([t.encode() for t in cmd.tips]),
-        [_key_spec(cmd, i, s) for i, s in enumerate(cmd.key_specs)],
-        [command_info(sub) for sub in subcommands_in_order(cmd)],
+        RespSet([_key_spec(cmd, i, s) for i, s in enumerate(cmd.key_specs)]),
+        # an array when there are subcommands, an empty set otherwise (as Redis)
+        [command_info(sub) for sub in subs] if (subs := subcommands_in_order(cmd))
+        else RespSet(),
     ]
 
 
@@ -139,7 +143,8 @@ def command_docs(cmd: Command) -> dict:
     if "since" in docs:
         out[b"since"] = docs["since"].encode()
     out[b"group"] = docs.get("group", cmd.group).encode()
-    out[b"complexity"] = complexity.encode()
+    if complexity != "-":
+        out[b"complexity"] = complexity.encode()
     if "module" in docs:
         out[b"module"] = docs["module"].encode()
     if docs.get("doc_flags"):
@@ -149,7 +154,7 @@ def command_docs(cmd: Command) -> dict:
             out[key.encode()] = docs[key].encode()
     history = HISTORY.get(cmd.fullname)
     if history:
-        out[b"history"] = [[v.encode(), text.encode()] for v, text in history]
+        out[b"history"] = RespSet([[v.encode(), text.encode()] for v, text in history])
     if docs.get("arguments"):
         out[b"arguments"] = [_argument(a) for a in docs["arguments"]]
     subs = subcommands_in_order(cmd)
@@ -184,7 +189,7 @@ def command_info_cmd(c, argv):
     out = []
     for name in argv[2:]:
         cmd = _lookup_full(table, name)
-        out.append(command_info(cmd) if cmd is not None else NULL_ARRAY)
+        out.append(command_info(cmd) if cmd is not None else None)
     return out
 
 
@@ -262,16 +267,19 @@ def _getkeys(c, argv: list[bytes]) -> Found | ErrorReply:
         cmd = cmd.subcommands.get(args[1].lower())
     if cmd is None:
         return INVALID_COMMAND
-    finder = cmd.get_keys or _FINDERS.get(cmd.fullname)
-    if not cmd.key_specs and finder is None:
+    finder = _FINDERS.get(cmd.fullname)
+    specs_incomplete = any(s["begin_search"]["type"] == "unknown" for s in cmd.key_specs)
+    if not cmd.key_specs and finder is None and cmd.get_keys is None:
         return NO_KEY_ARGUMENTS
     if (cmd.arity > 0 and cmd.arity != len(args)) or len(args) < -cmd.arity:
         return INVALID_ARG_COUNT
-    if cmd.get_keys is not None:
-        spec_flags = cmd.key_specs[0]["flags"] if cmd.key_specs else []
-        found: Found | None = [(i, _plain(spec_flags)) for i in cmd.get_keys(args)]
-    elif finder is not None:
+    found: Found | None
+    if finder is not None:
         found = finder(cmd, args)
+    elif cmd.get_keys is not None and (specs_incomplete or not cmd.key_specs):
+        # a family's own finder, for keys the specs cannot locate
+        spec_flags = cmd.key_specs[0]["flags"] if cmd.key_specs else []
+        found = [(i, _plain(spec_flags)) for i in cmd.get_keys(args)]
     else:
         found = keys_from_specs(cmd, args)
     if not found:
@@ -387,7 +395,7 @@ def _set_keys(cmd: Command, args: list[bytes]) -> Found:
 
 def _bitfield_keys(cmd: Command, args: list[bytes]) -> Found:
     writes = any(a.lower() in (b"set", b"incrby") for a in args[2:])
-    return [(1, ["RW", "update"] if writes else ["RO", "access"])]
+    return [(1, ["RW", "access", "update"] if writes else ["RO", "access"])]
 
 
 _FINDERS = {

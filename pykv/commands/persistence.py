@@ -117,3 +117,22 @@ def restore(c, argv):
     notify(c.server, "g", b"restore", key, db.id)
     c.server.dirty += 1
     return OK
+
+
+@command("bgrewriteaof")
+def bgrewriteaof(c, argv):
+    server = c.server
+    aof = server.aof
+    if aof.rewrite_in_progress():
+        return ErrorReply(b"ERR Background append only file rewriting already in progress")
+    if server.persistence.child_running:
+        aof.rewrite_scheduled = True
+        return AOF_REWRITE_SCHEDULED
+    if aof.start_rewrite():
+        return AOF_REWRITE_STARTED
+    return ErrorReply(b"ERR Can't execute an AOF background rewriting. Please check the "
+                      b"server logs for more information.")
+
+
+AOF_REWRITE_STARTED = SimpleString(b"Background append only file rewriting started")
+AOF_REWRITE_SCHEDULED = SimpleString(b"Background append only file rewriting scheduled")

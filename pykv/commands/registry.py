@@ -32,7 +32,7 @@ class Command:
         "calls", "usec", "rejected_calls", "failed_calls",
         "is_write", "is_readonly", "denyoom", "noscript", "loading", "stale", "no_auth",
         "allow_busy", "pubsub_ok", "no_multi", "skip_monitor", "skip_slowlog", "fast",
-        "may_replicate", "movablekeys", "get_keys",
+        "may_replicate", "movablekeys", "get_keys", "no_propagate",
     )
 
     def __init__(self, fullname: str, meta: dict, handler: Handler | None,
@@ -69,6 +69,9 @@ class Command:
         self.fast = "fast" in f
         self.may_replicate = "may_replicate" in f
         self.movablekeys = "movablekeys" in f
+        # commands whose effects are logged one by one (script calls, EXEC's commands)
+        # rather than the command itself
+        self.no_propagate = fullname in _PROPAGATE_EFFECTS_ONLY
         # for movable-key commands a family may install a function argv -> key indexes
         self.get_keys: Callable[[list], list[int]] | None = None
 
@@ -82,14 +85,18 @@ class Command:
 
     def all_commands(self):
         yield self
-        for sub in self.subcommands.values():
-            yield sub
+        yield from self.subcommands.values()
 
 
 # Commands a RESP2 client in subscribed mode may still send.
 _PUBSUB_CONTEXT_OK = frozenset({
     "ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe",
     "punsubscribe", "quit", "reset",
+})
+
+
+_PROPAGATE_EFFECTS_ONLY = frozenset({
+    "exec", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
 })
 
 

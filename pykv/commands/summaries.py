@@ -8,7 +8,7 @@ once at import: data, not code.
 """
 from __future__ import annotations
 
-# name | summary | time complexity
+# name | summary | time complexity ("-": Redis documents none)
 _SUMMARIES = """
 acl | Access control lists: inspect and change users and their permissions. | Depends on the subcommand.
 acl|cat | List the ACL categories, or the commands inside one category. | O(1)
@@ -187,7 +187,7 @@ linsert | Insert an element before or after another in a list. | O(N), N = eleme
 llen | Length of a list. | O(1)
 lmove | Pop from one list end and push onto another list. | O(1)
 lmpop | Pop elements from the first non-empty list. | O(N+M), N = keys, M = elements popped.
-lolwut | Computer art and the server version. | Depends on the art.
+lolwut | Computer art and the server version. | -
 lpop | Remove and return elements from the head of a list. | O(N), N = elements popped.
 lpos | Positions of matching elements in a list. | O(N), N = list length.
 lpush | Add elements at the head of a list. | O(1) per element.
@@ -211,7 +211,7 @@ module|list | The loaded modules. | O(N), N = modules.
 module|load | Load a module. | O(1)
 module|loadex | Load a module with configuration and arguments. | O(1)
 module|unload | Unload a module. | O(1)
-monitor | Stream every command the server runs. | O(1) per command shown.
+monitor | Stream every command the server runs. | -
 move | Move a key to another database. | O(1)
 mset | Set several keys. | O(N), N = keys.
 msetnx | Set several keys only if none of them exists. | O(N), N = keys.
@@ -234,7 +234,7 @@ pfselftest | HyperLogLog self-test. | O(N)
 ping | Check that the server answers. | O(1)
 psetex | Set a string with a time to live in milliseconds. | O(1)
 psubscribe | Receive messages from channels matching patterns. | O(N), N = patterns.
-psync | Replication handshake of a replica. | Depends on the backlog.
+psync | Replication handshake of a replica. | -
 pttl | Remaining time to live of a key in milliseconds. | O(1)
 publish | Send a message to a channel. | O(N+M), N = subscribers, M = patterns.
 pubsub | Pub/sub introspection. | Depends on the subcommand.
@@ -309,7 +309,7 @@ sunion | Members of any of the sets. | O(N), N = members of all sets.
 sunionstore | SUNION stored into a key. | O(N), N = members of all sets.
 sunsubscribe | Stop receiving messages from shard channels. | O(N), N = shard channels.
 swapdb | Exchange the contents of two databases. | O(N), N = clients watching or waiting on the databases.
-sync | Full resynchronisation of a replica (internal). | Depends on the dataset.
+sync | Full resynchronisation of a replica (internal). | -
 time | The server's clock. | O(1)
 touch | Update the access time of keys; count those that exist. | O(N), N = keys.
 ttl | Remaining time to live of a key in seconds. | O(1)

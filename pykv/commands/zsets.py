@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any
 
 from pykv import errors
@@ -131,9 +132,56 @@ def _store_result(c: Any, dst: bytes, z: ZSet, event: bytes) -> int:
 _ZADD_FLAGS = frozenset((b"nx", b"xx", b"ch", b"incr", b"gt", b"lt"))
 
 
+def parse_score(data: bytes) -> float | None:
+    """A ZADD score: plain digits take the fast road, the rest Redis's full rules."""
+    if len(data) < 16 and data.isdigit():
+        return float(data)
+    if _SIMPLE_SCORE.match(data) is not None:
+        return float(data)
+    return to_float(data)
+
+
+_SIMPLE_SCORE = re.compile(rb"-?[0-9]{1,15}(?:\.[0-9]{1,15})?\Z")
+
+
 @command("zadd")
 def zadd(c, argv):
-    return _zadd(c, argv, False)
+    if len(argv) != 4:
+        return _zadd(c, argv, False)
+    # the common single-pair form without flags, kept lean (benchmarked)
+    score = parse_score(argv[2])
+    if score is None:
+        if argv[2].lower() in _ZADD_FLAGS:
+            raise errors.SYNTAX
+        raise errors.NOT_FLOAT
+    key = argv[1]
+    member = argv[3]
+    db = c.db
+    z = db.get(key)
+    if z is None:
+        z = new_zset(c, 0, len(member))
+        db.set(key, z)
+    elif type(z) is not ZSet:
+        raise errors.WRONGTYPE
+    cur = z.scores.get(member)
+    if cur is None:
+        if z.listpack:
+            cfg = c.server.config
+            z.check_listpack(len(member), cfg.zset_max_listpack_entries,
+                             cfg.zset_max_listpack_value)
+        z.insert(member, score)
+        added = 1
+    elif cur != score:
+        z.update(member, cur, score)
+        added = 0
+    else:
+        return 0
+    db.modified(key)
+    server = c.server
+    if server.keyspace_notifier is not None:
+        notify(server, "z", b"zadd", key, db.id)
+    server.dirty += 1
+    return added
 
 
 @command("zincrby")
@@ -174,7 +222,7 @@ def _zadd(c: Any, argv: list[bytes], incr: bool) -> Any:
         raise ERR_INCR_PAIR
     scores = []
     for j in range(idx, argc, 2):
-        score = to_float(argv[j])
+        score = parse_score(argv[j])
         if score is None:
             raise errors.NOT_FLOAT
         scores.append(score)
@@ -331,7 +379,17 @@ def zrevrange(c, argv):
 
 @command("zrangebyscore")
 def zrangebyscore(c, argv):
-    return _zrange(c, argv, 1, None, SCORE, False)
+    if len(argv) != 4:
+        return _zrange(c, argv, 1, None, SCORE, False)
+    # the plain form, kept lean (benchmarked)
+    rng = parse_score_range(argv[2], argv[3])
+    if rng is None:
+        raise ERR_MINMAX_FLOAT
+    z = get_zset(c.db, argv[1])
+    if z is None:
+        return []
+    lo, hi = z.score_span(rng)
+    return [m for _, m in z.items(lo, hi)] if hi > lo else []
 
 
 @command("zrevrangebyscore")

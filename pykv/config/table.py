@@ -149,7 +149,9 @@ _SHUTDOWN_FLAGS = ("default", "save", "nosave", "now", "force")
 ENTRIES: list[ConfigEntry] = [
     # networking
     _e("port", INT, 6379, min=0, max=65535),
-    _e("bind", MULTI, ["*", "-::*"], max_args=16,
+    # pykv listens on loopback by default (as Debian's redis.conf does), not on every
+    # interface like a bare redis-server: the brief's "alone it serves 127.0.0.1:6379"
+    _e("bind", MULTI, ["127.0.0.1", "-::1"], max_args=16,
        too_many_args="Too many bind addresses specified."),
     _e("unixsocket", STRING, "", immutable=True, flags=frozenset({"nullable"})),
     _e("unixsocketperm", INT, 0, min=0, max=0o777, immutable=True,

@@ -52,7 +52,7 @@ def _import() -> Any:
             import pyverbs.enums as e  # type: ignore[no-redef]
         from pyverbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
         from pyverbs.cq import CQ, CompChannel
-        from pyverbs.device import get_device_list
+        from pyverbs.device import Context, get_device_list
         from pyverbs.mr import MR
         from pyverbs.pd import PD
         from pyverbs.pyverbs_error import PyverbsRDMAError
@@ -66,7 +66,7 @@ def _import() -> Any:
     _pv = SimpleNamespace(
         e=e, ce=ce, CMID=CMID, AddrInfo=AddrInfo, CMEvent=CMEvent,
         CMEventChannel=CMEventChannel, ConnParam=ConnParam, CQ=CQ, CompChannel=CompChannel,
-        get_device_list=get_device_list, MR=MR, PD=PD, PyverbsRDMAError=PyverbsRDMAError,
+        get_device_list=get_device_list, Context=Context, MR=MR, PD=PD, PyverbsRDMAError=PyverbsRDMAError,
         QP=QP, QPAttr=QPAttr, QPCap=QPCap, QPInitAttr=QPInitAttr, SGE=SGE, RecvWR=RecvWR,
         SendWR=SendWR)
     return _pv
@@ -164,10 +164,10 @@ class PyverbsQP(v.QueuePair):
     """PD + comp channel + CQ(2048) + external RC QP for one CM id."""
 
     def __init__(self, pv: Any, cmid: Any, comp_vector: int, *, cq_size: int = 2048,
-                 max_wr: int = 1024) -> None:
+                 max_wr: int = 1024, ctx: Any = None) -> None:
         self.pv = pv
         self.cmid = cmid
-        ctx = cmid.context
+        ctx = ctx if ctx is not None else cmid.context
         self.pd = pv.PD(ctx)
         before = _fds()
         self.cc = pv.CompChannel(ctx)
@@ -306,7 +306,7 @@ class _Request(v.ConnectRequest):
         self.qp: PyverbsQP | None = None
 
     def create_qp(self, comp_vector: int) -> PyverbsQP:
-        self.qp = PyverbsQP(self.listener.pv, self.cmid, comp_vector)
+        self.qp = PyverbsQP(self.listener.pv, self.cmid, comp_vector, ctx=self.listener.ctx)
         self.qp.peer_address, self.qp.local_address = self.peer_address, self.local_address
         return self.qp
 
@@ -347,6 +347,10 @@ class PyverbsListener(v.CmListener):
             raise v.SetupError(
                 f"RDMA: cannot listen on {ip}:{port} ({exc}); the bind address must be an IP "
                 "of an RDMA-capable interface (see 'rdma link show')") from None
+        # pyverbs gives every child CMID the listener's Context and PD objects and NULLs
+        # both when a child is closed, so connections use a Context of their own
+        # (same device: the kernel CM only needs the QP number)
+        self.ctx = pv.Context(name=self.lid.dev_name)
         self.by_id: dict[int, Any] = {}       # cm_id pointer -> QP of that connection
         self.attributed = True
 
@@ -395,7 +399,7 @@ class PyverbsListener(v.CmListener):
             pass
 
     def close(self) -> None:
-        for obj in (self.lid, self.ch):
+        for obj in (self.lid, self.ch, self.ctx):
             try:
                 obj.close()
             except Exception:

@@ -85,6 +85,8 @@ class Client:
         # True while running inside EXEC or a script: blocking commands must not block
         # there (they answer as if their timeout had expired at once, as Redis does)
         self.deny_blocking = False
+        # what the running command is logged as in the AOF, if not its own argv
+        self.propagate_override: list[list[bytes]] | None = None
         self.paused = False  # waiting for CLIENT UNPAUSE with a command held back
         self.monitor = False
         self.net_in = 0
@@ -203,6 +205,8 @@ class Client:
     def call(self, cmd: Command, argv: list[bytes]) -> Any:
         """Run the handler with the bookkeeping Redis's ``call()`` does."""
         server = self.server
+        dirty = server.dirty
+        db_id = self.db_index
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)
@@ -212,6 +216,8 @@ class Client:
             log.exception("Internal error running %r", argv[:1])
             reply = ErrorReply(b"ERR internal error while running the command")
         elapsed = _perf_ns() - start
+        if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
+            self.propagate_effects(db_id, argv)
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         cmd.calls += 1
@@ -230,6 +236,24 @@ class Client:
                 self.add_reply(reply)
         return reply
 
+    # -- propagation (AOF) ---------------------------------------------------------------
+    def propagate_as(self, *commands: list[bytes]) -> None:
+        """Log the running command's effect as ``commands`` instead of its own argv (Redis's
+        ``rewriteClientCommandVector``/``alsoPropagate``): EXPIRE as PEXPIREAT, SPOP as
+        SREM, INCRBYFLOAT as SET … KEEPTTL. Costs nothing while nothing is propagated."""
+        if self.server.propagate is not None:
+            self.propagate_override = list(commands)
+
+    def propagate_effects(self, db_id: int, argv: list[bytes]) -> None:
+        propagate = self.server.propagate
+        override = self.propagate_override
+        if override is None:
+            propagate(db_id, argv)
+            return
+        self.propagate_override = None
+        for command in override:
+            propagate(db_id, command)
+
     # -- replies ------------------------------------------------------------------------
     def add_reply(self, reply: Any) -> None:
         if self.reply_mode == REPLY_ON:
@@ -245,6 +269,8 @@ class Client:
 
     def flush(self) -> None:
         out = self.out
+        if self.server.aof.buf:  # the AOF is written (fsynced under "always") before replies
+            self.server.aof.flush_before_replies()
         if out and self.conn is not None and not self.closed:
             self.out = bytearray()
             self.net_out += len(out)

@@ -25,6 +25,7 @@ from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
 from pykv.server.blocking import Blocking
 from pykv.server.client import Client
+from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
 from pykv.storage.rdb.encoding import RdbFormatError
@@ -132,6 +133,13 @@ class Server:
         from pykv.commands import info
 
         self.info_sampler = info.install(self)
+        # the append-only file; ``propagate(db_id, argv)`` is set while it is on
+        self.propagate: Callable[[int, list[bytes]], None] | None = None
+        self.aof = AppendOnlyFile(self)
+        self.cron_hooks.append(self.aof.cron)
+        self.config.on_change("appendonly", self._on_appendonly)
+        for db in self.dbs:
+            db.on_expired = self._propagating_expiry(db.on_expired)
 
     # -- lifecycle -------------------------------------------------------------------------
     def listener_specs(self) -> list[ListenerSpec]:
@@ -177,12 +185,40 @@ class Server:
     exit_code = 0
 
     def load_data(self) -> None:
-        """Load the dataset at start-up (RDB for now; AOF takes precedence once it exists)."""
+        """Load the dataset at start-up: the AOF when ``appendonly`` is on (an RDB is then
+        ignored, as in Redis 7), otherwise the RDB file; then open the AOF for appending."""
         try:
-            self.persistence.load()
+            if self.config.appendonly:
+                loaded = self.aof.load()
+                self.aof.start(loaded)
+            else:
+                self.persistence.load()
         except RdbFormatError as exc:
             log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
             raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
+        except AofLoadError as exc:
+            log.warning("%s", exc)
+            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+
+    def _propagating_expiry(self, hook: Callable[[Database, bytes], None]
+                            ) -> Callable[[Database, bytes], None]:
+        """Expired keys are written to the AOF as DELs (Redis's propagateDeletion)."""
+
+        def on_expired(db: Database, key: bytes) -> None:
+            hook(db, key)
+            if self.propagate is not None:
+                self.propagate(db.id, [b"DEL", key])
+
+        return on_expired
+
+    def _on_appendonly(self, enabled: bool) -> None:
+        """CONFIG SET appendonly: yes writes a base in the background first, no stops."""
+        aof = self.aof
+        if enabled and not aof.enabled:
+            aof.enable_at_runtime()
+        elif not enabled and aof.enabled:
+            aof.kill_rewrite_child()
+            aof.stop()
 
     def request_shutdown_signal(self, signum: int) -> None:
         """SIGTERM/SIGINT: shut down like SHUTDOWN (saving first when save points exist)."""
@@ -197,6 +233,9 @@ class Server:
         ``force`` is not set: the server then keeps running."""
         rdb = self.persistence
         rdb.kill_child()
+        self.aof.kill_rewrite_child()
+        if self.aof.enabled:
+            self.aof.stop()  # flush and fsync what was written
         if save is None:
             save = bool(self.config.save)
         if save:

@@ -68,8 +68,11 @@ class HashValue(Value):
             self.listpack = False
         d = self.d
         before = len(d)
-        for i in range(start, len(argv), 2):
-            d[argv[i]] = argv[i + 1]
+        if len(argv) == start + 2:  # the usual single pair
+            d[argv[start]] = argv[start + 1]
+        else:
+            for i in range(start, len(argv), 2):
+                d[argv[i]] = argv[i + 1]
         added = len(d) - before
         if added:
             self._keys = None

@@ -153,6 +153,9 @@ class RdbPersistence:
         if self.bgsave_scheduled:
             self.bgsave_scheduled = False
             self.bgsave()
+        elif self.server.aof.rewrite_scheduled:
+            self.server.aof.rewrite_scheduled = False
+            self.server.aof.start_rewrite()
 
     def kill_child(self) -> None:
         if self.child_pid > 0:
@@ -259,6 +262,7 @@ class RdbPersistence:
             "rdb_last_cow_size": 0,
             "rdb_last_load_keys_expired": 0,
             "rdb_last_load_keys_loaded": self.loaded_keys,
+            **server.aof.info_fields(),
         }
 
 

@@ -8,11 +8,16 @@ are O(log n) bisections. Tuples compare in C, which keeps ZADD and ZRANGEBYSCORE
 Redis's listpack/skiplist encoding is only a name here: ``listpack`` flips to False when an
 insert crosses ``zset-max-listpack-entries``/``-value`` and never flips back, except for the
 store commands that rebuild a destination (``convert_if_small``), as Redis 7.0 does.
+
+Hot paths peek at ``SortedList._lists``: while a set fits one sublist (under ~1000
+members) bisecting and slicing that plain list directly is several times cheaper.
 """
 from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left as _bisect_left
+from functools import partial
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -112,16 +117,25 @@ class ZSet(Value):
         if rng.empty:
             return 0, 0
         sl = self.sl
+        lists = sl._lists  # one sublist (small sets): bisect it directly, in C
+        bisect = partial(_bisect_left, lists[0]) if len(lists) == 1 else sl.bisect_left
         mn, mx = rng.min, rng.max
         if rng.minex:
-            lo = sl.bisect_left((_nextafter(mn, _INF),)) if mn != _INF else len(sl)
+            lo = bisect((_nextafter(mn, _INF),)) if mn != _INF else len(sl)
         else:
-            lo = sl.bisect_left((mn,))
+            lo = bisect((mn,))
         if rng.maxex:
-            hi = sl.bisect_left((mx,))
+            hi = bisect((mx,))
         else:
-            hi = sl.bisect_left((_nextafter(mx, _INF),)) if mx != _INF else len(sl)
+            hi = bisect((_nextafter(mx, _INF),)) if mx != _INF else len(sl)
         return lo, max(lo, hi)
+
+    def items(self, lo: int, hi: int) -> list[tuple[float, bytes]]:
+        """The (score, member) pairs at sorted positions [lo, hi)."""
+        lists = self.sl._lists
+        if len(lists) == 1:
+            return lists[0][lo:hi]
+        return self.sl[lo:hi]
 
     def lex_span(self, rng: LexRange) -> tuple[int, int]:
         """Sorted positions [lo, hi) of the members inside ``rng``.
@@ -214,8 +228,16 @@ _RANGE_HEX_RE = re.compile(
     rb"(?:[pP][+-]?[0-9]+)?)\Z")
 
 
+_SPECIAL = {b"-inf": -_INF, b"+inf": _INF, b"inf": _INF}
+
+
 def strtod_whole(data: bytes) -> float | None:
     """The value of ``data`` read by C ``strtod`` if it consumes everything (NaN → None)."""
+    if len(data) < 16 and data.isdigit():
+        return float(data)
+    special = _SPECIAL.get(data)
+    if special is not None:
+        return special
     nul = data.find(b"\0")
     if nul >= 0:
         data = data[:nul]

@@ -13,15 +13,48 @@ import pytest
 from support.resp import RawClient
 
 TABLE = json.loads((Path(__file__).parents[2] / "pykv/commands/command_table.json").read_text())
-PROSE = re.compile(rb"(\$(?:5\r\nnotes|7\r\nsummary|10\r\ncomplexity)\r\n)\$\d+\r\n[^\r]*\r\n")
-HISTORY = re.compile(rb"\$7\r\nhistory\r\n\*(\d+)\r\n((?:\*2\r\n\$5\r\n[\d.]+\r\n\$\d+\r\n[^\r]*"
-                     rb"\r\n)*)")
+PROSE_FIELDS = {b"notes", b"summary", b"complexity"}
 
 
-def _mask(reply: bytes) -> bytes:
-    reply = PROSE.sub(rb"\1PROSE", reply)
-    return HISTORY.sub(lambda m: b"HISTORY" + re.sub(rb"\$\d+\r\n[^\r]*\r\n(?=\*2|$)", b"T",
-                                                     m.group(2) + b""), reply)
+def _parse(data: bytes, pos: int = 0):
+    """RESP2/RESP3 bytes -> nested (type, value) tuples, keeping every type marker."""
+    end = data.index(b"\r\n", pos)
+    t, head, pos = data[pos:pos + 1], data[pos + 1:end], end + 2
+    if t in (b"$", b"=", b"!"):
+        n = int(head)
+        if n < 0:
+            return (t, None), pos
+        return (t, data[pos:pos + n]), pos + n + 2
+    if t in (b"*", b"~", b">", b"%", b"|"):
+        n = int(head)
+        items = []
+        for _ in range(max(n, 0) * (2 if t in b"%|" else 1)):
+            item, pos = _parse(data, pos)
+            items.append(item)
+        return (t, items), pos
+    return (t, head), pos
+
+
+def _mask_tree(node):
+    t, value = node
+    if not isinstance(value, list):
+        return node
+    items = [_mask_tree(i) for i in value]
+    # maps (and RESP2 flattened maps): blank the values of prose keys, and history texts
+    for i in range(0, len(items) - 1):
+        key = items[i]
+        if key[0] == b"$" and key[1] in PROSE_FIELDS:
+            items[i + 1] = (b"$", b"PROSE")
+        if key[0] == b"$" and key[1] == b"history":
+            hist = items[i + 1]
+            items[i + 1] = (hist[0], [(e[0], [e[1][0], (b"$", b"PROSE")]) for e in hist[1]])
+    return (t, items)
+
+
+def _mask(reply: bytes):
+    tree, end = _parse(reply)
+    assert end == len(reply)
+    return _mask_tree(tree)
 
 
 def _names(raw_reply: bytes) -> list[str]:
@@ -37,9 +70,10 @@ def implemented(pykv_proc) -> list[str]:
 
 
 def _fully_implemented(name: str, names: list[str]) -> bool:
-    subs = TABLE.get(name, {}).get("subcommands", {})
-    extra = [n for n in names if n.startswith(name + "|") and n not in subs]
-    return not extra and all(s in names for s in subs)
+    """Plain commands only: Redis seeds its dict hash per process, so the order of a
+    container's subcommands differs between two redis-servers (subcommands are compared
+    one by one instead)."""
+    return not TABLE.get(name, {}).get("subcommands")
 
 
 def test_every_command_has_a_summary():
@@ -78,6 +112,10 @@ def test_command_docs_matches_redis(diff, diff3, implemented, resp3):
     for i in range(0, len(tops), 25):
         real, ours = d.both("COMMAND", "DOCS", *tops[i:i + 25])
         assert _mask(ours) == _mask(real), tops[i:i + 25]
+    subs = [n for n in implemented if "|" in n and n.split("|")[1] not in ("no-touch", "setinfo")]
+    real, ours = d.both("COMMAND", "DOCS", *subs)
+    assert ours.startswith(b"*%d\r\n" % (2 * len(subs)) if not resp3 else b"%%%d\r\n" % len(subs))
+    assert _mask(ours) == _mask(real)
     d("COMMAND", "DOCS", "nosuchcommand")
 
 
@@ -135,5 +173,5 @@ def test_command_list_filters(diff, implemented):
 
 def test_command_help_shape(diff):
     real, ours = diff.both("COMMAND", "HELP")
-    assert ours.split(b"\r\n")[0] == real.split(b"\r\n")[0]
     assert ours.split(b"\r\n")[1] == real.split(b"\r\n")[1]
+    assert ours.count(b"\r\n+") == real.count(b"\r\n+")  # same line structure

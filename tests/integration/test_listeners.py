@@ -61,14 +61,18 @@ def test_bind_ipv4_and_ipv6_together():
         assert ping_at(socket.AF_INET6, ("::1", s.port)) == b"+PONG\r\n"
 
 
-@pytest.mark.parametrize("perm", [0o700, 0o770, 0o755])
-def test_unix_socket_permissions(perm):
-    with Server(unix_socket=True, unixsocketperm=perm) as s:
-        assert stat.S_ISSOCK(os.stat(s.unix_path).st_mode)
-        assert stat.S_IMODE(os.stat(s.unix_path).st_mode) == perm
-        assert ping_at(socket.AF_UNIX, s.unix_path) == b"+PONG\r\n"
-        path = s.unix_path
-    assert not os.path.exists(path)  # removed at shutdown
+def test_unix_socket_permissions(tmp_path):
+    # unixsocket/unixsocketperm, and --listener unix with perm=: one server, three sockets
+    extra = {0o770: str(tmp_path / "a.sock"), 0o755: str(tmp_path / "b.sock")}
+    with Server(unix_socket=True, unixsocketperm=0o700,
+                listeners=[f"unix,path={p},perm={m:o}" for m, p in extra.items()]) as s:
+        sockets = {0o700: s.unix_path, **extra}
+        for perm, path in sockets.items():
+            assert stat.S_ISSOCK(os.stat(path).st_mode)
+            assert stat.S_IMODE(os.stat(path).st_mode) == perm
+            assert ping_at(socket.AF_UNIX, path) == b"+PONG\r\n"
+    for path in sockets.values():
+        assert not os.path.exists(path)  # removed at shutdown
 
 
 def test_several_listeners_share_one_keyspace(tmp_path):

@@ -140,7 +140,7 @@ def test_table_names_unique_and_defaults_format():
     assert config.get_text("client-output-buffer-limit") == (
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60")
     assert config.get_text("save") == "3600 1 300 100 60 10000"
-    assert config.get_text("bind") == "* -::*"
+    assert config.get_text("bind") == "127.0.0.1 -::1"
     assert config.get_text("latency-tracking-info-percentiles") == "50 99 99.9"
 
 
@@ -201,9 +201,9 @@ def test_failed_hook_rolls_back_and_reapplies():
     assert set_error(config, "timeout", "5", "bind", "bad") == (
         "ERR CONFIG SET failed (possibly related to argument 'bind') - "
         "Failed to bind to specified addresses.")
-    assert config.timeout == 0 and config.bind == ["*", "-::*"]
+    assert config.timeout == 0 and config.bind == ["127.0.0.1", "-::1"]
     # timeout applied; then both re-applied with the old values, as Redis re-runs them all
-    assert applied == [5, 0, ["*", "-::*"]]
+    assert applied == [5, 0, ["127.0.0.1", "-::1"]]
 
 
 def test_hooks_run_only_on_change():

@@ -72,6 +72,7 @@ class RdbContents:
     aux: dict[bytes, bytes] = field(default_factory=dict)
     functions: list[bytes] = field(default_factory=list)
     checksum_ok: bool | None = None
+    end_offset: int = 0  # where the RDB ends (an AOF base may continue with commands)
 
 
 def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
@@ -129,6 +130,7 @@ def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
             contents.checksum_ok = computed == stored
             if not contents.checksum_ok:
                 raise RdbFormatError("Wrong RDB checksum")
+    contents.end_offset = r.pos
     return contents
 
 

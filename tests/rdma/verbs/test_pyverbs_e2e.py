@@ -28,7 +28,7 @@ IP = os.environ.get("RXE_IP", "10.77.0.1")
 
 @pytest.fixture(scope="module")
 def server():
-    srv = Server(start_timeout=120)
+    srv = Server(start_timeout=120, config={"protected-mode": "no"})
     # RDMA shares the TCP port number (different port spaces)
     srv.extra_args += ["--listener",
                        f"rdma,bind={IP},port={srv.port},rx-size=65536,backend=pyverbs,keepalive=1"]

@@ -1,0 +1,154 @@
+"""The append-only file: durability across restarts and kills, rewrites, interop with Redis."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+import pytest
+from integration.test_rdb_interop import build_dataset, snapshot
+from support.resp import RawClient
+from support.servers import REDIS_SERVER, RealRedis
+
+from pykv.testing import Server
+
+
+@pytest.fixture
+def workdir():
+    path = tempfile.mkdtemp(prefix="aof-test-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _aof_server(workdir: str, **extra) -> Server:
+    config = {"dir": workdir, "save": "", "appendonly": "yes", "appendfsync": "always"}
+    config.update(extra)
+    return Server(config=config)
+
+
+def _kill(server: Server) -> None:
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(10)
+    server.process = None
+
+
+def test_acknowledged_writes_survive_sigkill(workdir):
+    server = _aof_server(workdir).start()
+    try:
+        c = RawClient(port=server.port)
+        build_dataset(c)
+        c.call("INCR", "counter")
+        c.call("LPOP", "list:small")
+        c.call("DEL", "str:empty")
+        expected = snapshot(c)
+    finally:
+        _kill(server)
+    files = sorted(os.listdir(os.path.join(workdir, "appendonlydir")))
+    assert "appendonly.aof.manifest" in files
+    assert any(f.endswith(".incr.aof") for f in files)
+    with _aof_server(workdir) as again:
+        assert snapshot(RawClient(port=again.port)) == expected
+
+
+def test_rewrite_keeps_writes_made_during_it(workdir):
+    with _aof_server(workdir, **{"aof-use-rdb-preamble": "yes"}) as server:
+        c = RawClient(port=server.port)
+        build_dataset(c)
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        c.call("SET", "during", "rewrite")
+        deadline = time.monotonic() + 30
+        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        c.call("SET", "after", "rewrite")
+        expected = snapshot(c)
+        files = sorted(os.listdir(os.path.join(workdir, "appendonlydir")))
+        assert [f for f in files if ".base." in f] == ["appendonly.aof.2.base.rdb"]
+    with _aof_server(workdir) as again:
+        assert snapshot(RawClient(port=again.port)) == expected
+
+
+def test_command_base_without_preamble(workdir):
+    with _aof_server(workdir, **{"aof-use-rdb-preamble": "no"}) as server:
+        c = RawClient(port=server.port)
+        build_dataset(c)
+        c.call("BGREWRITEAOF")
+        deadline = time.monotonic() + 30
+        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        expected = snapshot(c)
+    with _aof_server(workdir) as again:
+        assert snapshot(RawClient(port=again.port)) == expected
+
+
+def test_truncated_tail_is_repaired(workdir):
+    with _aof_server(workdir) as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "a", "1")
+        c.call("SET", "b", "2")
+    incr = [f for f in os.listdir(os.path.join(workdir, "appendonlydir"))
+            if f.endswith(".incr.aof")][-1]
+    path = os.path.join(workdir, "appendonlydir", incr)
+    with open(path, "ab") as fh:
+        fh.write(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$2\r\n3")  # cut mid-command
+    with _aof_server(workdir) as again:
+        c = RawClient(port=again.port)
+        assert c.call("MGET", "a", "b", "c") == b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
+        assert "short read while loading the AOF" in again.log()
+
+
+def test_corrupt_middle_refuses_to_start(workdir):
+    with _aof_server(workdir) as server:
+        RawClient(port=server.port).call("SET", "a", "1")
+    incr = [f for f in os.listdir(os.path.join(workdir, "appendonlydir"))
+            if f.endswith(".incr.aof")][-1]
+    path = os.path.join(workdir, "appendonlydir", incr)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    with open(path, "wb") as fh:
+        fh.write(b"*2\r\n$3\r\nGET\r\n!!garbage\r\n" + data)
+    with pytest.raises(RuntimeError, match="exited with"):
+        _aof_server(workdir).start()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+def test_redis_aof_loads_into_pykv_and_back(workdir):
+    real = RealRedis(["--appendonly", "yes", "--appendfsync", "always"])
+    try:
+        c = RawClient(port=real.port)
+        build_dataset(c)
+        c.call("INCRBYFLOAT", "float", "1.5")
+        expected = snapshot(c)
+        shutil.copytree(os.path.join(real.dir, "appendonlydir"),
+                        os.path.join(workdir, "appendonlydir"))
+    finally:
+        real.stop()
+    with _aof_server(workdir) as server:
+        c = RawClient(port=server.port)
+        assert snapshot(c) == expected
+        c.call("SET", "added:by", "pykv")
+        expected = snapshot(c)
+    back = RealRedis(["--appendonly", "yes", "--dir", workdir])
+    try:
+        assert snapshot(RawClient(port=back.port)) == expected
+    finally:
+        back.stop()
+
+
+def test_config_set_appendonly_at_runtime(workdir):
+    with Server(config={"dir": workdir, "save": ""}) as server:
+        c = RawClient(port=server.port)
+        build_dataset(c)
+        assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+OK\r\n"
+        c.call("SET", "while", "enabling")
+        deadline = time.monotonic() + 30
+        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        c.call("SET", "after", "enabling")
+        expected = snapshot(c)
+    with _aof_server(workdir) as again:
+        assert snapshot(RawClient(port=again.port)) == expected
