@@ -176,6 +176,7 @@ def hincrbyfloat(c, argv):
     _store(c, key, value, new)
     notify(c.server, "h", b"hincrbyfloat", key, c.db.id)
     c.server.dirty += 1
+    c.propagate_as([b"HSET", key, field, text])  # the result: replay can't round differently
     return text
 
 

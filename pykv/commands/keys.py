@@ -319,9 +319,11 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
     if when <= c.server.clock.ms:
         db.delete(key)
         _event(c, "g", b"del", key)
+        c.propagate_as([b"DEL", key])
     else:
         db.set_expire(key, when)
         _event(c, "g", b"expire", key)
+        c.propagate_as([b"PEXPIREAT", key, b"%d" % when])  # absolute: replays the same
     return 1
 
 

@@ -485,9 +485,21 @@ def _serve_pop(left: bool, count: int | None):
             _removed(c, key, value, left, 1)
         else:
             c.add_reply(_mpop_reply(c, key, value, left, count))
+        c.propagate_now(_pop_effect(key, left, count))
         return True
 
     return serve
+
+
+def _pop_effect(key: bytes, left: bool, count: int | None) -> list[bytes]:
+    """What a blocking pop is logged as in the AOF: the plain pop it performed."""
+    cmd = [b"LPOP" if left else b"RPOP", key]
+    return cmd if count is None else cmd + [b"%d" % count]
+
+
+def _move_effect(src: bytes, dst: bytes, left_from: bool, left_to: bool) -> list[bytes]:
+    return [b"LMOVE", src, dst, b"LEFT" if left_from else b"RIGHT",
+            b"LEFT" if left_to else b"RIGHT"]
 
 
 def _serve_move(dst_key: bytes, left_from: bool, left_to: bool):
@@ -502,6 +514,7 @@ def _serve_move(dst_key: bytes, left_from: bool, left_to: bool):
             c.server.count_error(_WRONGTYPE)
             return True
         c.add_reply(_move(c, key, value, dst_key, left_from, left_to))
+        c.propagate_now(_move_effect(key, dst_key, left_from, left_to))
         return True
 
     return serve
@@ -515,6 +528,7 @@ def _blocking_pop(c: Any, keys: list[bytes], left: bool, timeout_arg: bytes,
         value = get_list(db, key)
         if value is None or not value.items:
             continue
+        c.propagate_as(_pop_effect(key, left, count))
         if count is not None:
             return _mpop_reply(c, key, value, left, count)
         elem = value.items.popleft() if left else value.items.pop()
@@ -546,6 +560,7 @@ def _blmove(c: Any, src_key: bytes, dst_key: bytes, left_from: bool, left_to: bo
     deadline = parse_timeout(timeout_arg)
     src = get_list(c.db, src_key)
     if src is not None:
+        c.propagate_as(_move_effect(src_key, dst_key, left_from, left_to))
         return _lmove(c, src_key, dst_key, left_from, left_to)
     if c.deny_blocking:
         return None

@@ -108,10 +108,13 @@ def restore(c, argv):
         if deleted:
             notify(c.server, "g", b"del", key, db.id)
             c.server.dirty += 1
+            c.propagate_as([b"DEL", key])
         return OK
     db.set(key, value)
     if when >= 0:
         db.set_expire(key, when)
+        if not absttl:  # logged with the absolute time, as Redis rewrites it
+            c.propagate_as([*argv[:2], b"%d" % when, *argv[3:], b"ABSTTL"])
     if idle >= 0:
         db.access[key] = db.clock.sec - idle
     notify(c.server, "g", b"restore", key, db.id)

@@ -179,6 +179,7 @@ def spop(c, argv):
     notify(c.server, "s", b"spop", key, c.db.id)
     _removed_if_empty(c, key, value)
     c.server.dirty += 1
+    c.propagate_as([b"SREM", key, member])  # the random choice, made deterministic
     return member
 
 
@@ -199,6 +200,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         out = RespSet(value.ordered())
         db.delete(key)
         notify(server, "g", b"del", key, db.id)
+        c.propagate_as([b"DEL", key])
         return out
     remaining = size - count
     if remaining * SPOP_MOVE_STRATEGY_MUL > count:
@@ -220,6 +222,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         value._snap = None
         value.version += 1
     db.modified(key)
+    c.propagate_as([b"SREM", key, *popped])
     return RespSet(popped)
 
 

@@ -199,6 +199,8 @@ def set_generic(c: Any, flags: int, key: bytes, value: bytes,
         db.set_expire(key, when)
         if c.server.keyspace_notifier is not None:
             notify(c.server, "g", b"expire", key, db.id)
+        # logged with an absolute time so that replaying the AOF gives the same TTL
+        c.propagate_as([b"SET", key, value, b"PXAT", b"%d" % when])
     return old if flags & GET else ok_reply
 
 
@@ -231,12 +233,15 @@ def getex(c, argv):
     if flags & (EXAT | PXAT) and when <= c.server.clock.ms:
         db.delete(key)
         _changed(c, "g", b"del", key)
+        c.propagate_as([b"DEL", key])
     elif expire is not None:
         db.set_expire(key, when)
         _changed(c, "g", b"expire", key)
+        c.propagate_as([b"PEXPIREAT", key, b"%d" % when])
     elif flags & PERSIST:
         if db.persist(key):
             _changed(c, "g", b"persist", key)
+            c.propagate_as([b"PERSIST", key])
     return reply
 
 
@@ -463,6 +468,8 @@ def incrbyfloat(c, argv):
     else:
         db.replace_value(key, text)
     _changed(c, "$", b"incrbyfloat", key)
+    # the result, not the increment: float rounding must not differ on replay
+    c.propagate_as([b"SET", key, text, b"KEEPTTL"])
     return text
 
 

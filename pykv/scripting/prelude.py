@@ -400,34 +400,53 @@ local function compile(body, chunkname)
 end
 
 -- FUNCTION LOAD: run the library body with only the registration API -----------------------
+-- While a library body runs, its globals hold nothing but a reduced ``redis`` table (as in
+-- Redis: no string/math/error… at load time); once loaded, the functions it registered
+-- see the normal sandbox (minus KEYS/ARGV, which functions get as arguments).
 local loading = false
 
-local function load_library(body, register)
+local function missing_global(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+
+local function load_library(body, register, timed_out)
     local fn, err = real_loadstring(body, "@user_function")
     if not fn then return false, "Error compiling function: " .. err end
-    local load_redis = {
-        register_function = register,
-        log = redis.log,
-        setresp = redis.setresp,
-        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
-        REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
-    }
+    local load_redis = real_setmetatable({}, {
+        __index = real_setmetatable({
+            register_function = register,
+            log = redis.log,
+            LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+            REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+        }, {__index = missing_global}),
+        __newindex = function() error("Attempt to modify a readonly table", 2) end,
+        __metatable = false,
+    })
     local load_env = real_setmetatable({}, {
         __index = function(_, k)
-            if k == "redis" and loading then return load_redis end
-            local v = hidden[k]
-            if v == nil then
-                error("Script attempted to access nonexistent global variable '"
-                      .. tostring(k) .. "'", 2)
+            if loading then
+                if k == "redis" then return load_redis end
+            elseif k ~= "KEYS" and k ~= "ARGV" then
+                local v = hidden[k]
+                if v ~= nil then return v end
             end
-            return v
+            error("Script attempted to access nonexistent global variable '"
+                  .. tostring(k) .. "'", 2)
         end,
         __newindex = function(_, k) error("Attempt to modify a readonly table", 2) end,
         __metatable = false,
     })
+    readonly[load_env] = true
+    readonly[load_redis] = true
     setfenv_(fn, load_env)
+    local function load_hook()
+        if timed_out() then
+            sethook()
+            error({err = "ERR FUNCTION LOAD timeout"})
+        end
+    end
     loading = true
-    sethook(hook, "", 100000)
+    sethook(load_hook, "", 100000)
     local ok, res = xpcall(fn, error_info)
     sethook()
     loading = false

@@ -244,6 +244,13 @@ class Client:
         if self.server.propagate is not None:
             self.propagate_override = list(commands)
 
+    def propagate_now(self, argv: list[bytes]) -> None:
+        """Log a change made outside this client's own command (a blocked pop served
+        when another client pushed)."""
+        propagate = self.server.propagate
+        if propagate is not None:
+            propagate(self.db_index, argv)
+
     def propagate_effects(self, db_id: int, argv: list[bytes]) -> None:
         propagate = self.server.propagate
         override = self.propagate_override

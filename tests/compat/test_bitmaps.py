@@ -44,7 +44,7 @@ def test_bitcount_and_bitpos(diff):
 
 def test_random_bit_ranges(diff):
     rng = random.Random(99)
-    for trial in range(6):
+    for _ in range(6):
         data = bytes(rng.choice([0, 0xff, rng.randrange(256)]) for _ in range(rng.randrange(1, 9)))
         diff("SET", "r", data)
         n = len(data) * 8

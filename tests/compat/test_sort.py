@@ -66,7 +66,7 @@ def test_sort_random(diff, have_types):
     rng = random.Random(77)
     values = [str(rng.choice([rng.randrange(-50, 50), rng.random() * 100])) for _ in range(60)]
     diff("RPUSH", "r", *values)
-    for i, v in enumerate(values):
+    for v in values:
         diff("SET", f"weight_{v}", str(rng.randrange(10)))
     for _ in range(60):
         opts = []

@@ -340,7 +340,7 @@ def test_zscan(diff):
         if cursor == b"0":
             break
     assert set(seen) == set(members)
-    for m, i in members.items():
+    for m in members:
         assert seen[m] == diff.real.call("ZSCORE", "big", m).split(b"\r\n")[1]
 
 

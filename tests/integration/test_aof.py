@@ -152,3 +152,54 @@ def test_config_set_appendonly_at_runtime(workdir):
         expected = snapshot(c)
     with _aof_server(workdir) as again:
         assert snapshot(RawClient(port=again.port)) == expected
+
+
+def test_relative_expiries_are_logged_as_absolute_times(workdir):
+    with _aof_server(workdir) as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "a", "1", "EX", "1000")
+        c.call("SET", "b", "1")
+        c.call("EXPIRE", "b", "2000")
+        c.call("SET", "c", "1")
+        c.call("PEXPIRE", "c", "-1")  # in the past: deleted, logged as DEL
+        c.call("SET", "d", "1")
+        c.call("GETEX", "d", "PX", "3000000")
+        c.call("INCRBYFLOAT", "f", "0.1")
+        c.call("INCRBYFLOAT", "f", "0.2")
+        pexpire = {k: int(c.call("PEXPIRETIME", k)[1:-2]) for k in ("a", "b", "d")}
+    directory = os.path.join(workdir, "appendonlydir")
+    incr = [f for f in os.listdir(directory) if f.endswith(".incr.aof")][-1]
+    with open(os.path.join(directory, incr), "rb") as fh:
+        log = fh.read()
+    assert b"EXPIRE\r\n" not in log.replace(b"PEXPIREAT", b"")
+    assert b"$4\r\nPXAT\r\n" in log and b"$3\r\nDEL\r\n$1\r\nc\r\n" in log
+    assert b"$7\r\nKEEPTTL\r\n" in log
+    time.sleep(0.05)
+    with _aof_server(workdir) as again:
+        c = RawClient(port=again.port)
+        for key, when in pexpire.items():
+            assert int(c.call("PEXPIRETIME", key)[1:-2]) == when
+        assert c.call("EXISTS", "c") == b":0\r\n"
+        assert c.call("GET", "f") == b"$3\r\n0.3\r\n"
+
+
+def test_random_and_blocking_effects_replay_identically(workdir):
+    with _aof_server(workdir) as server:
+        c = RawClient(port=server.port)
+        c.call("SADD", "s", *[str(i) for i in range(100)])
+        c.call("SPOP", "s")
+        c.call("SPOP", "s", "10")
+        c.call("HINCRBYFLOAT", "h", "f", "0.1")
+        c.call("RPUSH", "l", "a", "b", "c")
+        c.call("BLPOP", "l", "0")
+        c.call("BLMOVE", "l", "l2", "LEFT", "RIGHT", "0")
+        waiter = RawClient(port=server.port)
+        waiter.send_raw(b"*3\r\n$5\r\nBRPOP\r\n$5\r\nempty\r\n$1\r\n0\r\n")
+        time.sleep(0.2)
+        c.call("RPUSH", "empty", "x", "y")
+        assert waiter.read_reply() == b"*2\r\n$5\r\nempty\r\n$1\r\ny\r\n"
+        expected = snapshot(c) | {"s": c.call("SMEMBERS", "s"), "h": c.call("HGETALL", "h")}
+    with _aof_server(workdir) as again:
+        c = RawClient(port=again.port)
+        got = snapshot(c) | {"s": c.call("SMEMBERS", "s"), "h": c.call("HGETALL", "h")}
+        assert got == expected
