@@ -60,6 +60,12 @@ def unknown_subcommand(sub: bytes, container: bytes) -> ErrorReply:
         b"ERR unknown subcommand '" + sub[:128] + b"'. Try " + container.upper() + b" HELP.")
 
 
+def subcommand_syntax(sub: bytes, container: bytes) -> ErrorReply:
+    """Redis's addReplySubcommandSyntaxError (a known subcommand given bad arguments)."""
+    return ErrorReply(b"ERR unknown subcommand or wrong number of arguments for '" + sub[:128]
+                      + b"'. Try " + container.upper() + b" HELP.")
+
+
 def wrong_arity(fullname: str) -> ErrorReply:
     return ErrorReply(f"ERR wrong number of arguments for '{fullname}' command".encode())
 

@@ -7,8 +7,6 @@ Argument parsing, shebang flags and the script cache's commands live here; runni
 """
 from __future__ import annotations
 
-import time
-
 from pykv import errors
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
@@ -187,12 +185,4 @@ def function_kill(c, argv):
     return kill_running(c, want_function=True)
 
 
-@command("function|stats")
-def function_stats(c, argv):
-    ctx = c.server.busy_script
-    running = None
-    if ctx is not None:
-        running = {b"name": ctx.name, b"command": [ctx.command],
-                   b"duration_ms": int((time.monotonic() - ctx.start) * 1000)}
-    return {b"running_script": running,
-            b"engines": {b"LUA": {b"libraries_count": 0, b"functions_count": 0}}}
+# FUNCTION STATS (it counts libraries) is in pykv.commands.functions

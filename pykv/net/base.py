@@ -62,16 +62,18 @@ class Connection(ABC):
         return 0
 
     def pause_reading(self) -> None:
-        pass
+        """Stop delivering received bytes (CLIENT PAUSE, output back-pressure)."""
+        return None
 
     def resume_reading(self) -> None:
-        pass
+        return None
 
     def has_pending_data(self) -> bool:
         return False
 
     def process_pending_data(self) -> None:
-        pass
+        """Deliver bytes the transport holds outside the kernel (none for plain sockets)."""
+        return None
 
 
 class Listener(ABC):

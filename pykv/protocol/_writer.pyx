@@ -24,7 +24,10 @@ BigNumber              bulk                       ``(n``
 RawReply               as is                      as is
 =====================  =========================  ===========================
 """
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.math cimport isinf, isnan
+from libc.string cimport memcpy
 
 from pykv.protocol.types import (
     NULL_ARRAY,
@@ -46,8 +49,73 @@ cdef type _RawReply = RawReply
 cdef type _Verbatim = Verbatim
 cdef type _BigNumber = BigNumber
 
-# small integers are common (counts, booleans, lengths): pre-encode them
-cdef list _INT_CACHE = [b":%d\r\n" % i for i in range(-1, 1025)]
+
+cdef inline char *_grow(bytearray out, Py_ssize_t n) except NULL:
+    """Make room for ``n`` more bytes at the end of ``out``; return where they go.
+
+    ``PyByteArray_Resize`` over-allocates on growth, so appending reply after reply into
+    one buffer is amortised O(1) without building any intermediate bytes objects.
+    """
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, old + n)
+    return PyByteArray_AS_STRING(out) + old
+
+
+cdef inline Py_ssize_t _digits(char *buf, long long value) noexcept:
+    """Write ``value`` in decimal at the end of a 24-byte ``buf``; return its length."""
+    cdef unsigned long long v = <unsigned long long>(-value) if value < 0 else \
+        <unsigned long long>value
+    cdef char *p = buf + 24
+    if v == 0:
+        p -= 1
+        p[0] = b'0'
+    while v:
+        p -= 1
+        p[0] = <char>(48 + v % 10)
+        v //= 10
+    if value < 0:
+        p -= 1
+        p[0] = b'-'
+    return buf + 24 - p
+
+
+cdef inline void _header(bytearray out, char prefix, long long n) except *:
+    """``<prefix><n>\\r\\n`` (array, map, set, integer and bulk headers)."""
+    cdef char buf[24]
+    cdef Py_ssize_t k = _digits(buf, n)
+    cdef char *dst = _grow(out, k + 3)
+    dst[0] = prefix
+    memcpy(dst + 1, buf + 24 - k, k)
+    dst[k + 1] = b'\r'
+    dst[k + 2] = b'\n'
+
+
+cdef inline void _bulk_ptr(bytearray out, const char *data, Py_ssize_t n) except *:
+    cdef char buf[24]
+    cdef Py_ssize_t k = _digits(buf, n)
+    cdef char *dst = _grow(out, k + n + 5)
+    dst[0] = b'$'
+    memcpy(dst + 1, buf + 24 - k, k)
+    dst[k + 1] = b'\r'
+    dst[k + 2] = b'\n'
+    memcpy(dst + k + 3, data, n)
+    dst[k + n + 3] = b'\r'
+    dst[k + n + 4] = b'\n'
+
+
+cdef inline void _line(bytearray out, char prefix, bytes text) except *:
+    """``<prefix><text>\\r\\n`` (simple strings, errors, doubles, big numbers)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(text)
+    cdef char *dst = _grow(out, n + 3)
+    dst[0] = prefix
+    memcpy(dst + 1, PyBytes_AS_STRING(text), n)
+    dst[n + 1] = b'\r'
+    dst[n + 2] = b'\n'
+
+
+cdef inline void _raw(bytearray out, bytes data) except *:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    memcpy(_grow(out, n), PyBytes_AS_STRING(data), n)
 
 
 cpdef bytes format_double(double d):
@@ -59,95 +127,89 @@ cpdef bytes format_double(double d):
     return b"%.17g" % d
 
 
-cdef inline void _bulk(bytearray out, object data):
-    out += b"$%d\r\n" % len(data)
-    out += data
-    out += b"\r\n"
+cdef inline void _bulk(bytearray out, object data) except *:
+    if type(data) is bytes:
+        _bulk_ptr(out, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    else:  # bytearray
+        _bulk_ptr(out, PyByteArray_AS_STRING(data), PyByteArray_GET_SIZE(data))
 
 
-cdef void _double(bytearray out, double d, int resp):
+cdef void _double(bytearray out, double d, int resp) except *:
     cdef bytes text = format_double(d)
     if resp == 3:
-        out += b","
-        out += text
-        out += b"\r\n"
+        _line(out, b',', text)
     else:
         _bulk(out, text)
 
 
-cpdef void write_reply(bytearray out, object v, int resp):
+cpdef void write_reply(bytearray out, object v, int resp) except *:
     """Append the RESP encoding of ``v`` for protocol ``resp`` (2 or 3) to ``out``."""
     cdef type t = type(v)
-    cdef long long n
-    if t is bytes or t is bytearray:
-        _bulk(out, v)
+    cdef object item
+    if t is bytes:
+        _bulk_ptr(out, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+    elif t is bytearray:
+        _bulk_ptr(out, PyByteArray_AS_STRING(v), PyByteArray_GET_SIZE(v))
     elif t is int:
-        if -1 <= v <= 1023:
-            out += <bytes>_INT_CACHE[<long long>v + 1]
-        else:
-            out += b":%d\r\n" % v
+        try:
+            _header(out, b':', v)
+        except OverflowError:  # beyond 64 bits (never from Redis commands)
+            _line(out, b':', b"%d" % v)
     elif t is _SimpleString:
-        out += b"+"
-        out += (<object>v).data
-        out += b"\r\n"
+        _line(out, b'+', (<object>v).data)
     elif t is list or t is tuple:
-        out += b"*%d\r\n" % len(v)
+        _header(out, b'*', len(v))
         for item in v:
             write_reply(out, item, resp)
     elif v is None:
-        out += b"_\r\n" if resp == 3 else b"$-1\r\n"
+        _raw(out, b"_\r\n" if resp == 3 else b"$-1\r\n")
     elif t is _ErrorReply:
-        out += b"-"
-        out += (<object>v).data
-        out += b"\r\n"
+        _line(out, b'-', (<object>v).data)
     elif t is _RawReply:
-        out += (<object>v).data
+        _raw(out, (<object>v).data)
     elif t is float:
         _double(out, v, resp)
     elif t is dict:
         if resp == 3:
-            out += b"%%%d\r\n" % len(v)
+            _header(out, b'%', len(v))
         else:
-            out += b"*%d\r\n" % (2 * len(v))
+            _header(out, b'*', 2 * len(v))
         for key, item in (<dict>v).items():
             write_reply(out, key, resp)
             write_reply(out, item, resp)
     elif t is _RespSet:
-        out += (b"~%d\r\n" if resp == 3 else b"*%d\r\n") % len(v)
+        _header(out, b'~' if resp == 3 else b'*', len(v))
         for item in v:
             write_reply(out, item, resp)
     elif t is bool:
         if resp == 3:
-            out += b"#t\r\n" if v else b"#f\r\n"
+            _raw(out, b"#t\r\n" if v else b"#f\r\n")
         else:
-            out += b":1\r\n" if v else b":0\r\n"
+            _raw(out, b":1\r\n" if v else b":0\r\n")
     elif v is _NULL_ARRAY:
-        out += b"_\r\n" if resp == 3 else b"*-1\r\n"
+        _raw(out, b"_\r\n" if resp == 3 else b"*-1\r\n")
     elif t is _Push:
-        out += (b">%d\r\n" if resp == 3 else b"*%d\r\n") % len(v)
+        _header(out, b'>' if resp == 3 else b'*', len(v))
         for item in v:
             write_reply(out, item, resp)
     elif t is _Verbatim:
         if resp == 3:
-            n = len((<object>v).data) + 4
-            out += b"=%d\r\n" % n
-            out += (<object>v).fmt
-            out += b":"
-            out += (<object>v).data
-            out += b"\r\n"
+            _header(out, b'=', len((<object>v).data) + 4)
+            _raw(out, (<object>v).fmt)
+            _raw(out, b":")
+            _raw(out, bytes((<object>v).data))
+            _raw(out, b"\r\n")
         else:
             _bulk(out, (<object>v).data)
     elif t is _BigNumber:
         if resp == 3:
-            out += b"("
-            out += (<object>v).data
-            out += b"\r\n"
+            _line(out, b'(', (<object>v).data)
         else:
             _bulk(out, (<object>v).data)
     elif isinstance(v, int):  # IntEnum and friends
-        out += b":%d\r\n" % v
+        write_reply(out, int(v), resp)
     elif isinstance(v, (bytes, bytearray, memoryview)):
-        _bulk(out, bytes(v))
+        write_reply(out, bytes(v), resp)
     elif isinstance(v, (list, tuple)):
         write_reply(out, list(v), resp)
     else:

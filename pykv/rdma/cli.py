@@ -81,8 +81,12 @@ def run(argv: list[str] | None = None) -> int:
     try:
         for cmd in commands:
             for _ in range(args.repeat):
+                raw = sock.call(*cmd)
+                if raw[:1] == b"+":   # status replies print bare, as redis-cli does
+                    print(raw[1:-2].decode("utf-8", "replace"))
+                    continue
                 reader = hiredis.Reader()
-                reader.feed(sock.call(*cmd))
+                reader.feed(raw)
                 reply = reader.gets()
                 print(format_tty(reply) if tty else format_raw(reply))
     except (RdmaError, OSError) as exc:

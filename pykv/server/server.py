@@ -129,6 +129,10 @@ class Server:
         self.pubsub = pubsub.install(self)
         # the script running past busy-reply-threshold (pykv.scripting.engine), or None
         self.busy_script: Any = None
+        # function libraries (FUNCTION/FCALL); also what the RDB saver/loader call
+        from pykv.scripting import functions
+
+        self.functions = functions.install(self)
         # INFO: instantaneous metrics sampled from the cron
         from pykv.commands import info
 

@@ -55,10 +55,12 @@ def make_zset(pairs: list[tuple[bytes, float]], config: Any) -> ZSet:
 
 
 def save_stream(writer: Any, value: Any) -> None:
-    raise TypeError("streams are not persisted yet")
+    from pykv.storage.stream_type import save_stream as save
+
+    save(writer, value)
 
 
 def load_stream(reader: Any, type_byte: int, config: Any) -> Any:
-    from pykv.storage.rdb.encoding import RdbFormatError
+    from pykv.storage.stream_type import load_stream as load
 
-    raise RdbFormatError("stream values are not supported yet")
+    return load(reader, type_byte, config)

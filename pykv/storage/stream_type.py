@@ -1,0 +1,665 @@
+"""The stream value type: entries in listpack-shaped nodes, consumer groups, PELs.
+
+Redis keeps a stream as a radix tree of listpack "macro nodes", each opened by a master
+entry (the field names of its first entry) and holding up to ``stream-node-max-entries``
+entries or ``stream-node-max-bytes`` bytes. Entries deleted by XDEL/XTRIM stay in their node
+flagged as deleted, and approximate trimming (``~``) only drops whole nodes, so what
+XTRIM ~, XINFO's ``radix-tree-keys``/``radix-tree-nodes`` and the RDB bytes say depends on
+where those node boundaries fall. ``StreamValue`` therefore keeps the same node structure
+(with each node's exact listpack byte size computed as Redis lays it out) rather than one
+flat sorted list. IDs are ``(ms, seq)`` tuples of unsigned 64-bit integers.
+
+Consumer groups keep the group PEL (id -> ``Nack``), the consumers (each with its own PEL
+sharing the same ``Nack`` objects), ``last_id`` and the 7.0 ``entries_read`` counter; the
+lag and read-counter estimates follow Redis 7.0's rules (``estimate_distance``).
+
+RDB: ``save_stream``/``load_stream`` write and read RDB_TYPE_STREAM_LISTPACKS_2 (type 19)
+exactly as Redis 7.0 does, and load the RDB 9 form (type 15).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Any
+
+from sortedcontainers import SortedDict
+
+from pykv.storage.values import Value
+
+U64 = (1 << 64) - 1
+MAX_ID = (U64, U64)
+MIN_ID = (0, 0)
+INVALID_ENTRIES_READ = -1
+LISTPACK_MAX_SIZE = 1 << 30
+
+FLAG_DELETED = 1
+FLAG_SAMEFIELDS = 2
+
+StreamID = tuple[int, int]
+
+
+# -- IDs ------------------------------------------------------------------------------------
+def format_id(sid: StreamID) -> bytes:
+    return b"%d-%d" % sid
+
+
+def incr_id(sid: StreamID) -> StreamID | None:
+    """The next ID, or None past the last possible one."""
+    ms, seq = sid
+    if seq == U64:
+        if ms == U64:
+            return None
+        return (ms + 1, 0)
+    return (ms, seq + 1)
+
+
+def decr_id(sid: StreamID) -> StreamID | None:
+    ms, seq = sid
+    if seq == 0:
+        if ms == 0:
+            return None
+        return (ms - 1, U64)
+    return (ms, seq - 1)
+
+
+def encode_id(sid: StreamID) -> bytes:
+    """The 16-byte big-endian key Redis uses in its radix trees."""
+    return sid[0].to_bytes(8, "big") + sid[1].to_bytes(8, "big")
+
+
+def decode_id(raw: bytes) -> StreamID:
+    return (int.from_bytes(raw[:8], "big"), int.from_bytes(raw[8:16], "big"))
+
+
+def _signed64(value: int) -> int:
+    value &= U64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+# -- listpack sizes -------------------------------------------------------------------------
+def _int_like(item: bytes) -> int | None:
+    if len(item) > 20 or not item:
+        return None
+    from pykv.commands.args import to_int
+
+    return to_int(item)
+
+
+def _backlen_size(n: int) -> int:
+    if n <= 127:
+        return 1
+    if n < 16383:
+        return 2
+    if n < 2097151:
+        return 3
+    if n < 268435455:
+        return 4
+    return 5
+
+
+def lp_int_size(value: int) -> int:
+    """Bytes a listpack integer element takes (encoding plus back-length)."""
+    if 0 <= value <= 127:
+        return 2
+    if -4096 <= value <= 4095:
+        return 3
+    if -32768 <= value <= 32767:
+        return 4
+    if -(1 << 23) <= value < (1 << 23):
+        return 5
+    if -(1 << 31) <= value < (1 << 31):
+        return 6
+    return 10
+
+
+def lp_str_size(item: bytes) -> int:
+    """Bytes a listpack string element takes (strings that look like integers are ints)."""
+    value = _int_like(item)
+    if value is not None:
+        return lp_int_size(value)
+    n = len(item)
+    head = 1 if n < 64 else 2 if n < 4096 else 5
+    return head + n + _backlen_size(head + n)
+
+
+# -- structure ------------------------------------------------------------------------------
+class Node:
+    """One macro node (a listpack in Redis): master fields and entries, deleted ones kept."""
+
+    __slots__ = ("master", "fields", "ids", "items", "flags", "live", "dead", "body_bytes")
+
+    def __init__(self, master: StreamID, fields: tuple[bytes, ...]) -> None:
+        self.master = master
+        self.fields = fields
+        self.ids: list[StreamID] = []
+        self.items: list[list[bytes]] = []  # flat field/value lists
+        self.flags: list[int] = []
+        self.live = 0
+        self.dead = 0
+        # everything but the header, the end byte and the live/dead counters
+        self.body_bytes = lp_int_size(len(fields)) + sum(lp_str_size(f) for f in fields) + 2
+
+    def lp_bytes(self) -> int:
+        return 6 + lp_int_size(self.live) + lp_int_size(self.dead) + self.body_bytes + 1
+
+    def append(self, sid: StreamID, flat: list[bytes], flags: int = -1) -> None:
+        nfields = len(flat) // 2
+        if flags < 0:
+            same = tuple(flat[0::2]) == self.fields
+            flags = FLAG_SAMEFIELDS if same else 0
+        size = lp_int_size(flags)
+        size += lp_int_size(_signed64(sid[0] - self.master[0]))
+        size += lp_int_size(_signed64(sid[1] - self.master[1]))
+        if flags & FLAG_SAMEFIELDS:
+            size += sum(lp_str_size(v) for v in flat[1::2])
+            lp_count = nfields + 3
+        else:
+            size += lp_int_size(nfields) + sum(lp_str_size(x) for x in flat)
+            lp_count = nfields * 2 + 4
+        size += lp_int_size(lp_count)
+        self.body_bytes += size
+        self.ids.append(sid)
+        self.items.append(flat)
+        self.flags.append(flags)
+        if flags & FLAG_DELETED:
+            self.dead += 1
+        else:
+            self.live += 1
+
+    def mark_deleted(self, index: int) -> bool:
+        if self.flags[index] & FLAG_DELETED:
+            return False
+        self.flags[index] |= FLAG_DELETED
+        self.live -= 1
+        self.dead += 1
+        return True
+
+    def copy(self) -> Node:
+        node = Node.__new__(Node)
+        node.master = self.master
+        node.fields = self.fields
+        node.ids = list(self.ids)
+        node.items = list(self.items)
+        node.flags = list(self.flags)
+        node.live = self.live
+        node.dead = self.dead
+        node.body_bytes = self.body_bytes
+        return node
+
+
+class Nack:
+    """A pending entry: who has it, when it was last delivered, how many times."""
+
+    __slots__ = ("consumer", "delivery_time", "delivery_count")
+
+    def __init__(self, consumer: Consumer | None, delivery_time: int,
+                 delivery_count: int = 1) -> None:
+        self.consumer = consumer
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+
+
+class Consumer:
+    __slots__ = ("name", "seen_time", "pel")
+
+    def __init__(self, name: bytes, seen_time: int) -> None:
+        self.name = name
+        self.seen_time = seen_time
+        self.pel: SortedDict = SortedDict()  # id -> Nack
+
+
+class Group:
+    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers")
+
+    def __init__(self, name: bytes, last_id: StreamID, entries_read: int) -> None:
+        self.name = name
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel: SortedDict = SortedDict()  # id -> Nack
+        self.consumers: dict[bytes, Consumer] = {}
+
+    def sorted_consumers(self) -> list[Consumer]:
+        return [self.consumers[k] for k in sorted(self.consumers)]
+
+    def create_consumer(self, name: bytes, now: int) -> Consumer | None:
+        if name in self.consumers:
+            return None
+        consumer = self.consumers[name] = Consumer(name, now)
+        return consumer
+
+    def delete_consumer(self, consumer: Consumer) -> None:
+        for sid in consumer.pel:
+            self.pel.pop(sid, None)
+        del self.consumers[consumer.name]
+
+    def ack(self, sid: StreamID) -> bool:
+        nack = self.pel.pop(sid, None)
+        if nack is None:
+            return False
+        if nack.consumer is not None:
+            nack.consumer.pel.pop(sid, None)
+        return True
+
+
+class StreamValue(Value):
+    """A stream: nodes of entries plus the metadata Redis 7.0 keeps."""
+
+    __slots__ = ("nodes", "masters", "length", "last_id", "first_id", "max_deleted",
+                 "entries_added", "groups")
+    type_name = b"stream"
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.masters: list[StreamID] = []  # nodes[i].master, for bisecting
+        self.length = 0
+        self.last_id: StreamID = MIN_ID
+        self.first_id: StreamID = MIN_ID
+        self.max_deleted: StreamID = MIN_ID
+        self.entries_added = 0
+        self.groups: dict[bytes, Group] = {}
+
+    # -- Value protocol ---------------------------------------------------------------------
+    def encoding(self, config: Any) -> bytes:
+        return b"stream"
+
+    def __len__(self) -> int:
+        return self.length
+
+    def memory_usage(self) -> int:
+        return 64 + sum(node.lp_bytes() + 40 for node in self.nodes) + 100 * len(self.groups)
+
+    def copy(self) -> StreamValue:
+        new = StreamValue()
+        new.nodes = [node.copy() for node in self.nodes]
+        new.masters = list(self.masters)
+        new.length = self.length
+        new.last_id = self.last_id
+        new.first_id = self.first_id
+        new.max_deleted = self.max_deleted
+        new.entries_added = self.entries_added
+        for name, group in self.groups.items():
+            g = new.groups[name] = Group(name, group.last_id, group.entries_read)
+            for cname, consumer in group.consumers.items():
+                c = g.consumers[cname] = Consumer(cname, consumer.seen_time)
+                for sid, nack in consumer.pel.items():
+                    copy = Nack(c, nack.delivery_time, nack.delivery_count)
+                    c.pel[sid] = copy
+                    g.pel[sid] = copy
+            for sid, nack in group.pel.items():
+                if sid not in g.pel:
+                    g.pel[sid] = Nack(None, nack.delivery_time, nack.delivery_count)
+        return new
+
+    # -- adding -----------------------------------------------------------------------------
+    def append(self, sid: StreamID, flat: list[bytes], max_bytes: int, max_entries: int) -> None:
+        """Add an entry (its ID already checked to be above ``last_id``)."""
+        node = self.nodes[-1] if self.nodes else None
+        if node is not None:
+            if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
+                max_bytes = LISTPACK_MAX_SIZE
+            total = sum(len(x) for x in flat)
+            if node.lp_bytes() + total >= max_bytes:
+                node = None
+            elif max_entries and node.live + node.dead >= max_entries:
+                node = None
+        if node is None:
+            node = Node(sid, tuple(flat[0::2]))
+            self.nodes.append(node)
+            self.masters.append(sid)
+        node.append(sid, flat)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+        if self.length == 1:
+            self.first_id = sid
+
+    # -- lookups ----------------------------------------------------------------------------
+    def _locate(self, sid: StreamID) -> tuple[Node, int] | None:
+        i = bisect_right(self.masters, sid) - 1
+        if i < 0:
+            return None
+        node = self.nodes[i]
+        j = bisect_left(node.ids, sid)
+        if j < len(node.ids) and node.ids[j] == sid:
+            return node, j
+        return None
+
+    def get(self, sid: StreamID) -> list[bytes] | None:
+        """The fields of a live entry, or None."""
+        found = self._locate(sid)
+        if found is None:
+            return None
+        node, j = found
+        if node.flags[j] & FLAG_DELETED:
+            return None
+        return node.items[j]
+
+    def range(self, start: StreamID, end: StreamID, count: int = 0,
+              rev: bool = False) -> list[tuple[StreamID, list[bytes]]]:
+        """Live entries with start <= id <= end (``count`` 0 means all)."""
+        out: list[tuple[StreamID, list[bytes]]] = []
+        if start > end or not self.nodes:
+            return out
+        masters = self.masters
+        if not rev:
+            i = max(0, bisect_right(masters, start) - 1)
+            for node in self.nodes[i:]:
+                if node.master > end:
+                    break
+                ids = node.ids
+                flags = node.flags
+                for j in range(bisect_left(ids, start), len(ids)):
+                    sid = ids[j]
+                    if sid > end:
+                        return out
+                    if not flags[j] & FLAG_DELETED:
+                        out.append((sid, node.items[j]))
+                        if count and len(out) >= count:
+                            return out
+        else:
+            i = bisect_right(masters, end) - 1
+            while i >= 0:
+                node = self.nodes[i]
+                ids = node.ids
+                flags = node.flags
+                for j in range(bisect_right(ids, end) - 1, -1, -1):
+                    sid = ids[j]
+                    if sid < start:
+                        return out
+                    if not flags[j] & FLAG_DELETED:
+                        out.append((sid, node.items[j]))
+                        if count and len(out) >= count:
+                            return out
+                i -= 1
+        return out
+
+    def first_entry_id(self) -> StreamID:
+        found = self.range(MIN_ID, MAX_ID, 1)
+        return found[0][0] if found else MIN_ID
+
+    def last_valid_id(self) -> StreamID:
+        found = self.range(MIN_ID, MAX_ID, 1, rev=True)
+        return found[0][0] if found else MIN_ID
+
+    # -- deleting ---------------------------------------------------------------------------
+    def delete(self, sid: StreamID) -> bool:
+        """XDEL of one ID (the caller maintains first_id/max_deleted)."""
+        found = self._locate(sid)
+        if found is None:
+            return False
+        node, j = found
+        if node.flags[j] & FLAG_DELETED:
+            return False
+        if node.live == 1:
+            self._drop_node(node)
+        else:
+            node.mark_deleted(j)
+        self.length -= 1
+        return True
+
+    def _drop_node(self, node: Node) -> None:
+        i = bisect_left(self.masters, node.master)
+        del self.nodes[i]
+        del self.masters[i]
+
+    def trim(self, maxlen: int | None, minid: StreamID | None, approx: bool,
+             limit: int) -> int:
+        """Redis's ``streamTrim``: whole nodes first; inside a node only when exact."""
+        deleted = 0
+        while self.nodes:
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = self.nodes[0]
+            entries = node.live
+            if limit and deleted + entries > limit:
+                break
+            if maxlen is not None:
+                remove = self.length - entries >= maxlen
+            else:
+                remove = node.ids[-1] < minid
+            if remove:
+                del self.nodes[0]
+                del self.masters[0]
+                self.length -= entries
+                deleted += entries
+                continue
+            if approx:
+                break
+            for j, sid in enumerate(node.ids):
+                if maxlen is not None:
+                    if self.length <= maxlen:
+                        break
+                elif sid >= minid:
+                    break
+                if node.mark_deleted(j):
+                    self.length -= 1
+                    deleted += 1
+            break
+        if deleted:
+            self.first_id = self.first_entry_id() if self.length else MIN_ID
+        return deleted
+
+    # -- consumer-group counters ------------------------------------------------------------
+    def estimate_distance(self, sid: StreamID) -> int:
+        """``streamEstimateDistanceFromFirstEverEntry`` (Redis 7.0)."""
+        if not self.entries_added:
+            return 0
+        if not self.length and sid <= self.last_id:
+            return self.entries_added
+        if sid == self.last_id:
+            return self.entries_added
+        if sid > self.last_id:
+            return INVALID_ENTRIES_READ
+        if self.max_deleted == MIN_ID or self.max_deleted < self.first_id:
+            if sid < self.first_id:
+                return self.entries_added - self.length
+            if sid == self.first_id:
+                return self.entries_added - self.length + 1
+        return INVALID_ENTRIES_READ
+
+    def has_tombstones(self, start: StreamID | None) -> bool:
+        """``streamRangeHasTombstones(s, start, NULL)``."""
+        if not self.length or self.max_deleted == MIN_ID:
+            return False
+        if self.first_id > self.max_deleted:
+            return False
+        return (start or MIN_ID) <= self.max_deleted
+
+    def group_lag(self, group: Group) -> int | None:
+        if not self.entries_added:
+            return 0
+        if group.entries_read != INVALID_ENTRIES_READ and \
+                not self.has_tombstones(group.last_id):
+            return self.entries_added - group.entries_read
+        read = self.estimate_distance(group.last_id)
+        if read != INVALID_ENTRIES_READ:
+            return self.entries_added - read
+        return None
+
+    def sorted_groups(self) -> list[Group]:
+        return [self.groups[k] for k in sorted(self.groups)]
+
+    # -- radix tree shape -------------------------------------------------------------------
+    def rax_nodes(self) -> int:
+        """The node count of Redis's radix tree over the 16-byte node keys."""
+        keys = [encode_id(m) for m in self.masters]
+        if not keys:
+            return 1
+        return _rax_count(keys, 0, len(keys), 0)
+
+
+def _rax_count(keys: list[bytes], lo: int, hi: int, depth: int) -> int:
+    """Nodes of a compressed radix tree holding sorted ``keys[lo:hi]`` below ``depth``."""
+    if hi - lo == 1:
+        return 1 if depth == 16 else 2
+    first, last = keys[lo], keys[hi - 1]
+    common = depth
+    while first[common] == last[common]:
+        common += 1
+    total = 1 if common > depth else 0  # a compressed node leading to the branch
+    total += 1  # the branching node
+    i = lo
+    while i < hi:
+        byte = keys[i][common]
+        j = i + 1
+        while j < hi and keys[j][common] == byte:
+            j += 1
+        total += _rax_count(keys, i, j, common + 1)
+        i = j
+    return total
+
+
+# -- RDB ------------------------------------------------------------------------------------
+def _node_listpack(node: Node) -> bytes:
+    """The node as the listpack Redis stores (master entry, then every entry)."""
+    from pykv.storage.rdb.encoding import listpack_encode
+
+    elems: list[bytes | int] = [node.live, node.dead, len(node.fields), *node.fields, 0]
+    for sid, flat, flags in zip(node.ids, node.items, node.flags, strict=True):
+        elems.append(flags)
+        elems.append(_signed64(sid[0] - node.master[0]))
+        elems.append(_signed64(sid[1] - node.master[1]))
+        nfields = len(flat) // 2
+        if flags & FLAG_SAMEFIELDS:
+            elems.extend(flat[1::2])
+            elems.append(nfields + 3)
+        else:
+            elems.append(nfields)
+            elems.extend(flat)
+            elems.append(nfields * 2 + 4)
+    return listpack_encode(elems)
+
+
+def _save_pel(w: Any, pel: SortedDict, nacks: bool) -> None:
+    w.length(len(pel))
+    for sid, nack in pel.items():
+        w.raw(encode_id(sid))
+        if nacks:
+            w.millis(nack.delivery_time)
+            w.length(nack.delivery_count)
+
+
+def save_stream(w: Any, value: StreamValue) -> None:
+    """The body of an RDB_TYPE_STREAM_LISTPACKS_2 object (after the type byte)."""
+    w.length(len(value.nodes))
+    for node in value.nodes:
+        w.string(encode_id(node.master))
+        w.string(_node_listpack(node))
+    w.length(value.length)
+    for part in (*value.last_id, *value.first_id, *value.max_deleted):
+        w.length(part)
+    w.length(value.entries_added)
+    w.length(len(value.groups))
+    for group in value.sorted_groups():
+        w.string(group.name)
+        w.length(group.last_id[0])
+        w.length(group.last_id[1])
+        w.length(group.entries_read & U64)
+        _save_pel(w, group.pel, True)
+        consumers = group.sorted_consumers()
+        w.length(len(consumers))
+        for consumer in consumers:
+            w.string(consumer.name)
+            w.millis(consumer.seen_time)
+            _save_pel(w, consumer.pel, False)
+
+
+def _parse_node(key: bytes, blob: bytes) -> Node:
+    from pykv.storage.rdb.encoding import RdbFormatError, listpack_decode
+
+    if len(key) != 16:
+        raise RdbFormatError("stream node key is not a 128-bit ID")
+    elems = listpack_decode(blob)
+    if not elems:
+        raise RdbFormatError("empty listpack inside stream")
+    try:
+        ints = iter(elems)
+        live, dead, nfields = int(next(ints)), int(next(ints)), int(next(ints))
+        node = Node(decode_id(key), tuple(next(ints) for _ in range(nfields)))
+        if next(ints) != b"0":
+            raise RdbFormatError("bad stream master entry terminator")
+        master = node.master
+        for flag_text in ints:
+            flags = int(flag_text)
+            sid = ((master[0] + int(next(ints))) & U64, (master[1] + int(next(ints))) & U64)
+            if flags & FLAG_SAMEFIELDS:
+                flat: list[bytes] = []
+                for f in node.fields:
+                    flat.append(f)
+                    flat.append(next(ints))
+            else:
+                n = int(next(ints))
+                flat = [next(ints) for _ in range(2 * n)]
+            next(ints)  # lp-count
+            node.append(sid, flat, flags)
+    except (StopIteration, ValueError):
+        raise RdbFormatError("corrupt stream listpack") from None
+    if (node.live, node.dead) != (live, dead) or not node.ids:
+        raise RdbFormatError("stream listpack counters do not match its entries")
+    return node
+
+
+def _load_pel(r: Any, nacks: bool) -> list[tuple[StreamID, int, int]]:
+    out = []
+    for _ in range(r.length()):
+        sid = decode_id(r.take(16))
+        if nacks:
+            out.append((sid, r.millis(), r.length()))
+        else:
+            out.append((sid, 0, 0))
+    return out
+
+
+def load_stream(r: Any, type_byte: int, config: Any) -> StreamValue:
+    """Read a type 15 (RDB 9) or type 19 (Redis 7.0) stream body."""
+    from pykv.storage.rdb.encoding import TYPE_STREAM_LISTPACKS_2, RdbFormatError
+
+    v2 = type_byte == TYPE_STREAM_LISTPACKS_2
+    s = StreamValue()
+    for _ in range(r.length()):
+        key = r.string()
+        node = _parse_node(key, r.string())
+        if s.masters and node.master <= s.masters[-1]:
+            raise RdbFormatError("stream nodes out of order")
+        if node.live == 0:
+            continue
+        s.nodes.append(node)
+        s.masters.append(node.master)
+    s.length = r.length()
+    s.last_id = (r.length(), r.length())
+    if v2:
+        s.first_id = (r.length(), r.length())
+        s.max_deleted = (r.length(), r.length())
+        s.entries_added = r.length()
+    else:
+        s.first_id = s.first_entry_id()
+        s.entries_added = s.length
+    if s.length != sum(node.live for node in s.nodes):
+        raise RdbFormatError("stream length does not match its entries")
+    for _ in range(r.length()):
+        name = r.string()
+        last_id = (r.length(), r.length())
+        if v2:
+            read = r.length()
+            entries_read = INVALID_ENTRIES_READ if read == U64 else read
+        else:
+            entries_read = s.estimate_distance(last_id)
+        if name in s.groups:
+            raise RdbFormatError("duplicated consumer group name")
+        group = s.groups[name] = Group(name, last_id, entries_read)
+        for sid, when, count in _load_pel(r, True):
+            group.pel[sid] = Nack(None, when, count)
+        for _ in range(r.length()):
+            cname = r.string()
+            consumer = Consumer(cname, r.millis())
+            if cname in group.consumers:
+                raise RdbFormatError("duplicated consumer name")
+            group.consumers[cname] = consumer
+            for sid, _, _ in _load_pel(r, False):
+                nack = group.pel.get(sid)
+                if nack is None or nack.consumer is not None:
+                    raise RdbFormatError("consumer PEL entry missing from the group PEL")
+                nack.consumer = consumer
+                consumer.pel[sid] = nack
+        if any(nack.consumer is None for nack in group.pel.values()):
+            raise RdbFormatError("group PEL entry without a consumer")
+    return s
