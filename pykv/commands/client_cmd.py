@@ -410,21 +410,7 @@ def client_setinfo(c, argv):
     return OK
 
 
-@command("client|getredir")
-def client_getredir(c, argv):
-    tracking = c.tracking
-    return getattr(tracking, "redirect", -1) if tracking else -1
-
-
-@command("client|trackinginfo")
-def client_trackinginfo(c, argv):
-    tracking = c.tracking
-    describe = getattr(tracking, "describe", None) if tracking else None
-    if describe is not None:
-        return describe()
-    from pykv.protocol import RespSet
-
-    return {b"flags": RespSet([b"off"]), b"redirect": -1, b"prefixes": []}
+# CLIENT GETREDIR / TRACKINGINFO / TRACKING / CACHING: pykv.commands.tracking
 
 
 @command("client|unblock")

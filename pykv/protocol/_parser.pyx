@@ -14,7 +14,7 @@ commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 """
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.limits cimport INT_MAX
+from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from libc.string cimport memchr
 
 DEF INLINE_MAX_SIZE = 65536
@@ -29,8 +29,7 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     cdef Py_ssize_t i = 0
     cdef bint neg = False
     cdef unsigned long long v = 0
-    cdef unsigned long long limit
-    cdef int d
+    cdef unsigned int d
     if n == 0 or n > 20:
         return False
     if n == 1 and s[0] == b'0':
@@ -44,20 +43,19 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     if s[i] < b'1' or s[i] > b'9':
         return False
     while i < n:
-        d = s[i] - 48
-        if d < 0 or d > 9:
+        d = <unsigned char>s[i] - 48
+        if d > 9:
             return False
-        if v > (0xFFFFFFFFFFFFFFFF - d) // 10:
+        if v > (ULLONG_MAX - d) / 10:
             return False
         v = v * 10 + d
         i += 1
     if neg:
-        limit = 0x8000000000000000
-        if v > limit:
+        if v > <unsigned long long>LLONG_MAX + 1:
             return False
-        out[0] = -(<long long>(v - 1)) - 1 if v else 0
+        out[0] = <long long>(0 - v)
     else:
-        if v > 0x7FFFFFFFFFFFFFFF:
+        if v > <unsigned long long>LLONG_MAX:
             return False
         out[0] = <long long>v
     return True

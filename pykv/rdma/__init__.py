@@ -7,8 +7,11 @@ Layers, top to bottom:
 * ``softfabric`` (a faithful RC emulation over unix sockets and eventfds, for tests and
   hosts without RDMA hardware) and ``pyverbs_backend`` (real rdma_cm + RC QPs) implement it;
 * ``endpoint`` drives one connection: completions in, session actions out;
-* ``pykv.net.rdma`` is the ``rdma`` connection type of the server, and ``client`` the
-  Python client (also a redis-py ``Connection``).
+* ``pykv.net.rdma`` is the ``rdma`` connection type of the server; ``client`` is the
+  Python client (``RdmaSocket``), ``redis_py`` wraps it as a redis-py ``Connection`` and
+  ``cli`` is the one-shot command-line client (``python -m pykv.rdma.cli``).
+
+See README.md in this directory for users (requirements, soft-RoCE, clients, limits).
 
 Importing this package never imports pyverbs; only selecting the pyverbs backend does.
 """

@@ -22,6 +22,13 @@ from pykv.rdma.session import (
     ProtocolViolation,
     Session,
 )
+from pykv.rdma.verbs import (
+    WC_RDMA_WRITE,
+    WC_RECV,
+    WC_RECV_RDMA_WITH_IMM,
+    WC_SEND,
+    WC_SUCCESS,
+)
 
 POLL_BATCH = 64
 
@@ -69,16 +76,16 @@ class Endpoint:
             if not wcs:
                 break
             for wc in wcs:
-                if wc.status != v.WC_SUCCESS:
+                if wc.status != WC_SUCCESS:
                     raise ProtocolViolation(
                         f"RDMA: CQ handle error status: {v.wc_status_str(wc.status)}"
                         f"[{wc.status:#x}], opcode : {wc.opcode:#x}")
                 op = wc.opcode
-                if op == v.WC_RECV_RDMA_WITH_IMM:
+                if op == WC_RECV_RDMA_WITH_IMM:
                     session.on_write_imm(wc.imm or 0)
                     qp.post_recv(wc.wr_id, ctrl, wc.wr_id * MSG_SIZE, MSG_SIZE)
                     self.first_inbound = True
-                elif op == v.WC_RECV:
+                elif op == WC_RECV:
                     if wc.byte_len != MSG_SIZE:
                         raise ProtocolViolation(
                             f"RDMA: FATAL error, recv corrupted cmd (length {wc.byte_len})")
@@ -89,12 +96,13 @@ class Endpoint:
                         self._peer_window()
                     qp.post_recv(wc.wr_id, ctrl, wc.wr_id * MSG_SIZE, MSG_SIZE)
                     self.first_inbound = True
-                elif op in (v.WC_SEND, v.WC_RDMA_WRITE):
+                elif op == WC_RDMA_WRITE or op == WC_SEND:
                     session.on_send_completed(wc.wr_id)
                 else:
                     raise ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
         self._deliver()
-        self._execute()
+        if session.actions:
+            self._execute()
 
     def _deliver(self) -> None:
         session = self.session
@@ -102,7 +110,8 @@ class Endpoint:
         if end > start:
             data = self.rx_mr.read(start, end - start)
             session.consume(end - start)   # may queue the re-announcement (after the copy)
-            self._execute()
+            if session.actions:
+                self._execute()
             self.on_data(data)
 
     def _peer_window(self) -> None:
@@ -114,10 +123,17 @@ class Endpoint:
 
     # -- output ---------------------------------------------------------------------------
     def write(self, data: bytes | bytearray | memoryview) -> str | None:
-        def go() -> None:
+        if self.error is not None:
+            return self.error
+        try:
             self.session.write(data)
-            self._execute()
-        return self._guard(go)
+            if self.session.actions:
+                self._execute()
+        except ProtocolViolation as exc:
+            self.error = str(exc)
+        except OSError as exc:
+            self.error = f"RDMA: verbs error: {exc}"
+        return self.error
 
     def send_fence(self) -> str | None:
         """A signaled Keepalive: its completion proves every earlier write was delivered."""

@@ -86,7 +86,20 @@ def load_pyverbs_backend() -> PyverbsBackend:
     if not devices:
         raise v.SetupError("RDMA: no RDMA device found (ibv_devices lists none): create one "
                            "with 'rdma link add rxe0 type rxe netdev eth0' or use backend=soft")
+    _fork_init()
     return PyverbsBackend(pv)
+
+
+def _fork_init() -> None:
+    """The server forks for BGSAVE/BGREWRITEAOF: make registered memory fork-safe before
+    any MR exists (a no-op on kernels that copy pinned pages at fork, Linux >= 5.13).
+    Children never touch RDMA objects."""
+    try:
+        from pyverbs.fork import fork_init
+
+        fork_init()
+    except Exception:  # already initialised, or unsupported: nothing more to do
+        pass
 
 
 def _fds() -> dict[int, str]:
@@ -466,12 +479,15 @@ class PyverbsBackend(v.Backend):
         cid = pv.CMID(creator=ch, port_space=pv.ce.RDMA_PS_TCP)
         deadline = time.monotonic() + timeout
 
+        ids: list[int] = []
+
         def wait(want: int) -> None:
             left = max(0.0, deadline - time.monotonic())
             if not select.select([chan_fd], [], [], left)[0]:
                 raise TimeoutError(f"RDMA: connect to {host}:{port} timed out")
             ev = pv.CMEvent(ch)
             got = ev.event_type
+            ids.append(_event_id(ev, chan_fd))
             ev.ack_cm_event()
             if got != want:
                 raise ConnectionRefusedError(
@@ -494,6 +510,9 @@ class PyverbsBackend(v.Backend):
             wait(v.CM_CONNECT_RESPONSE)
             qp.to_rts()
             cid.establish()
+            local, _peer = _cm_addresses(ids[-1])
+            if local:
+                qp.local_address = local
         except pv.PyverbsRDMAError as exc:
             if qp is not None:
                 qp.close()

@@ -165,10 +165,25 @@ class Session:
     # -- send side ------------------------------------------------------------------------
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Queue reply/request bytes and post what the peer's window and the SQ allow."""
-        if not data:
+        n = len(data)
+        if not n:
+            return
+        tx = self.tx
+        if (not self.pending and n <= tx.length - tx.offset
+                and self.unsignaled_run + 1 < self.signal_every
+                and self.posted + 1 - self.released < self.sq_depth - CTRL_RESERVE):
+            # the common case, same outcome as flush(): it all fits, unsignaled
+            offset = tx.offset
+            tx.offset = offset + n
+            self.unsignaled_run += 1
+            self.posted += 1
+            self.writes_posted += 1
+            self.bytes_sent += n
+            self.actions.append(PostWrite(offset, memoryview(data), tx.addr + offset, tx.rkey,
+                                          False))
             return
         self.pending.append(memoryview(data))
-        self.pending_bytes += len(data)
+        self.pending_bytes += n
         self.flush()
 
     def flush(self) -> None:

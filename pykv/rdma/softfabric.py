@@ -198,12 +198,12 @@ class SoftQP(v.QueuePair):
     def post_recv(self, wr_id: int, mr: v.MemoryRegion, offset: int, length: int) -> None:
         if len(self.rq) >= self.max_recv_wr:
             raise v.VerbsError(errno.ENOMEM, "receive queue full")
-        assert isinstance(mr, SoftMR)
-        self.pd.local(mr.lkey, mr.addr + offset, length)
+        if self.pd.mrs.get(mr.lkey) is not mr or offset < 0 or offset + length > mr.length:
+            raise v.VerbsError(errno.EINVAL, "receive SGE outside a valid MR")
         if self.state == QPS_ERR:
             self._push(v.WorkCompletion(wr_id, v.WC_WR_FLUSH_ERR, v.WC_RECV))
             return
-        self.rq.append((wr_id, mr, offset, length))
+        self.rq.append((wr_id, mr, offset, length))  # type: ignore[arg-type]
         if self.stalled:
             self._process()
 
@@ -225,8 +225,8 @@ class SoftQP(v.QueuePair):
             raise v.VerbsError(errno.EINVAL, "QP destroyed")
         if self.sq_used >= self.max_send_wr:
             raise v.VerbsError(errno.ENOMEM, "send queue full")
-        assert isinstance(mr, SoftMR)
-        self.pd.local(mr.lkey, mr.addr + offset, length)
+        if self.pd.mrs.get(mr.lkey) is not mr or offset < 0 or offset + length > mr.length:
+            raise v.VerbsError(errno.EINVAL, "SGE outside a valid MR")
         opcode = v.WC_SEND if ptype == P_SEND else v.WC_RDMA_WRITE
         self.sq_used += 1
         if self.state == QPS_ERR:

@@ -353,6 +353,7 @@ class Engine:
             ctx.wrote = True
         client = self.client
         client.captured = []
+        client.resp = ctx.lua_resp  # handlers shape replies by protocol (redis.setresp)
         reply = client.call(cmd, argv)
         if reply is NO_REPLY:
             reply = client.captured[0] if client.captured else None

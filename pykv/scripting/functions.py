@@ -364,6 +364,13 @@ class FunctionStore:
             except RdbFormatError:
                 raise FunctionError("can not read data type") from None
             if kind == enc.OP_FUNCTION_PRE_GA:
+                # 7.0 release candidates: library name, engine, description, code
+                for what in ("library name", "engine name", "library description",
+                             "library code"):
+                    try:
+                        r.string()
+                    except RdbFormatError:
+                        raise FunctionError("Failed loading " + what) from None
                 raise FunctionError("Pre-GA function format not supported")
             if kind != enc.OP_FUNCTION2:
                 raise FunctionError("given type is not a function")

@@ -207,6 +207,9 @@ class Client:
         server = self.server
         dirty = server.dirty
         db_id = self.db_index
+        tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
+        if tracking is not None:
+            tracking.enter(self)
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)
@@ -234,6 +237,8 @@ class Client:
                 write_reply(self.out, reply, self.resp)
             else:
                 self.add_reply(reply)
+        if tracking is not None:  # keys read, and this client's invalidations after its reply
+            tracking.leave(self, cmd, argv)
         return reply
 
     # -- propagation (AOF) ---------------------------------------------------------------

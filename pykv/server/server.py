@@ -94,6 +94,9 @@ class Server:
         self.config.on_change("latency-monitor-threshold", self._on_slowlog_threshold)
         # RESET: families holding per-client state (tracking, ...) drop it here
         self.client_reset_hooks: list[Callable[[Client], None]] = []
+        # client-side caching: the active pykv.server.tracking.Tracking while any client
+        # tracks keys, else None (the dispatcher tests it once per command)
+        self.tracking: Any = None
         self._pause_timer: asyncio.TimerHandle | None = None
         # statistics (INFO stats)
         self.stat_numcommands = 0

@@ -154,8 +154,7 @@ class Database:
 
     def clear(self) -> int:
         n = len(self.data)
-        if n:
-            self.on_flush(self)
+        self.on_flush(self)  # even when empty: FLUSHDB still invalidates client caches
         self.data = {}
         self.expires = {}
         self.access = {}

@@ -196,11 +196,13 @@ def test_fcall_resp3(fdiff3):
         "return redis.call('hgetall', k[1]) end)\n"
         "redis.register_function('d', function() return {double=3.5} end)\n"
         "redis.register_function('n', function() return nil end)")))
+    fdiff3("FUNCTION", "LOAD", lib("one", "redis.register_function{function_name='o', "
+                                          "callback=function() end, flags={'no-writes'}}"))
     fdiff3("HSET", "h", "f", "v")
     fdiff3("FCALL", "m", "1", "h")
     fdiff3("FCALL", "d", "0")
     fdiff3("FCALL", "n", "0")
-    fdiff3("FUNCTION", "LIST", "WITHCODE")
+    fdiff3("FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "one")
     fdiff3("FUNCTION", "STATS")
 
 
@@ -282,8 +284,11 @@ def test_dump_restore_crosses_over(fdiff):
     expected = _listing(fdiff.real, list(libs))
     for payload in (real_payload, our_payload):
         # each server restores the other's payload (and its own), with every policy
-        fdiff("FUNCTION", "RESTORE", payload)  # APPEND: the libraries exist
-        fdiff("FUNCTION", "RESTORE", payload, "append")
+        for policy in ((), ("append",)):  # the libraries exist: the first one met is named
+            real, ours = fdiff.both("FUNCTION", "RESTORE", payload, *policy)
+            for reply in (real, ours):
+                assert reply.startswith(b"-ERR Library ") and reply.endswith(
+                    b" already exists\r\n")
         fdiff("FUNCTION", "RESTORE", payload, "REPLACE")
         fdiff("FUNCTION", "FLUSH")
         fdiff("FUNCTION", "RESTORE", payload)
@@ -293,13 +298,20 @@ def test_dump_restore_crosses_over(fdiff):
         fdiff("FUNCTION", "RESTORE", payload, "FLUSH")
         fdiff("FUNCTION", "LIST", "LIBRARYNAME", "extra")
         fdiff("FCALL", "h", "0", "a", "b")
-        # a payload whose function names clash with another library's
+    fdiff("FUNCTION", "FLUSH")
+    # one library: byte-exact errors for name and function clashes
+    fdiff("FUNCTION", "LOAD", lib("two", libs["two"]))
+    for payload in (_payload(fdiff.real.call("FUNCTION", "DUMP")),
+                    _payload(fdiff.ours.call("FUNCTION", "DUMP"))):
+        fdiff("FUNCTION", "RESTORE", payload)
+        fdiff("FUNCTION", "RESTORE", payload, "append")
         fdiff("FUNCTION", "DELETE", "two")
         fdiff("FUNCTION", "LOAD", lib("clash", "redis.register_function('h', function() end)"))
         fdiff("FUNCTION", "RESTORE", payload)
         fdiff("FUNCTION", "RESTORE", payload, "replace")
-        fdiff("FUNCTION", "LIST", "LIBRARYNAME", "one")
-        fdiff("FUNCTION", "FLUSH")
+        fdiff("FUNCTION", "DELETE", "clash")
+        fdiff("FUNCTION", "RESTORE", payload, "replace")
+        fdiff("FUNCTION", "LIST", "WITHCODE")
     # an empty set dumps to version + checksum only
     fdiff("FUNCTION", "DUMP")
     fdiff("FUNCTION", "RESTORE", _payload(fdiff.real.call("FUNCTION", "DUMP")))
@@ -327,8 +339,8 @@ def test_restore_errors(fdiff):
     code2 = lib("sealed2", "return 1 +").encode()
 
     def rdb_string(data: bytes) -> bytes:
-        assert len(data) < 64
-        return bytes([len(data)]) + data
+        assert len(data) < 16384
+        return bytes([0x40 | len(data) >> 8, len(data) & 0xFF]) + data
 
     for body in (b"\x00\x03abc", b"\xf6", b"\xf5", b"\xf5" + rdb_string(code2),
                  b"\xf5" + rdb_string(code) + b"\xf5" + rdb_string(code),

@@ -284,3 +284,29 @@ def test_rnr_pressure_server_waits_for_reposts(rdma_server):
         assert not peer.errors
     finally:
         peer.close()
+
+
+def test_client_list_and_info_show_rdma(rdma_server, rsock):
+    local = rsock.qp.local_address
+    listing = rsock.call("CLIENT", "LIST")
+    if listing.startswith(b"-ERR unknown command"):
+        pytest.skip("CLIENT LIST not implemented yet")
+    assert f"addr={local} ".encode() in listing
+    assert f"laddr=127.0.0.1:{rdma_server.port} ".encode() in listing
+    info = rsock.call("INFO", "server")
+    assert f"name=rdma,bind=127.0.0.1,port={rdma_server.port}".encode() in info
+
+
+def test_cli_one_shot(rdma_server):
+    def cli(*args, stdin=None):
+        return subprocess.run([sys.executable, "-m", "pykv.rdma.cli", "-h", "127.0.0.1", "-p",
+                               str(rdma_server.port), "--backend", "soft", *args],
+                              capture_output=True, text=True, input=stdin, timeout=60)
+
+    assert cli("PING").stdout == "PONG\n"
+    assert cli("--no-raw", "INCRBY", "cli-n", "5").stdout == "(integer) 5\n"
+    out = cli("--no-raw", stdin="RPUSH cli-l a b\nLRANGE cli-l 0 -1\nGET nope\n").stdout
+    assert out == '(integer) 2\n1) "a"\n2) "b"\n(nil)\n'
+    bad = subprocess.run([sys.executable, "-m", "pykv.rdma.cli", "-h", "127.0.0.1", "-p", "1",
+                          "--backend", "soft", "PING"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and bad.stderr.startswith("Could not connect")

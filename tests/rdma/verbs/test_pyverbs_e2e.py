@@ -130,3 +130,17 @@ def _raw_send(sock: RdmaSocket):
     from pykv.rdma.session import PostSend
 
     return PostSend(sock.endpoint.session._send_ctrl_slot(), b"\x00\x09" + b"\x00" * 30)
+
+
+def test_addresses_and_attributed_disconnect(server):
+    with connect(server) as s:
+        local = s.qp.local_address
+        assert local.startswith(IP + ":")
+        listing = s.call("CLIENT", "LIST")
+        assert f"addr={local} ".encode() in listing
+        assert f"laddr={IP}:{server.port} ".encode() in listing
+    # the DISCONNECTED event was matched to this connection (event->id read via ctypes)
+    deadline = time.monotonic() + 60
+    while f"client {local} disconnected" not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert f"client {local} disconnected (CM event 10)" in server.log()

@@ -1,0 +1,577 @@
+"""Streams against real redis-server 7.0: replies and errors byte for byte, RESP2 and RESP3.
+
+IDs are given explicitly wherever the reply would otherwise depend on the clock. Replies that
+carry times (idle, seen-time, delivery times) are decoded and those numbers masked before
+comparing. Node boundaries matter (approximate trimming, XINFO radix-tree counters, DUMP
+bytes), so several tests shrink ``stream-node-max-entries``/``-bytes`` on both servers.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from resp_values import parse
+from support.resp import RawClient, encode_command
+
+
+def _bulk(reply: bytes) -> bytes:
+    assert reply.startswith(b"$"), reply
+    head, _, rest = reply.partition(b"\r\n")
+    return rest[:int(head[1:])]
+
+
+_TIME_KEYS = {b"idle", b"seen-time"}
+
+
+def _mask_times(value):
+    """Replace times (epoch ms, idle ms) in a decoded reply by a marker."""
+    if isinstance(value, tuple) and value and value[0] == "map":
+        return ("map", [(k, "T" if k in _TIME_KEYS else _mask_times(v)) for k, v in value[1]])
+    if isinstance(value, list):
+        out = []
+        mask_next = False
+        for item in value:
+            if mask_next:
+                out.append("T")
+                mask_next = False
+                continue
+            if isinstance(item, int) and item > 10**12:
+                out.append("T")
+            else:
+                out.append(_mask_times(item))
+            mask_next = isinstance(item, bytes) and item in _TIME_KEYS
+        return out
+    return value
+
+
+def _same_masked(diff, *args):
+    real, ours = diff.both(*args)
+    assert _mask_times(parse(ours)) == _mask_times(parse(real)), (args, real, ours)
+    return real
+
+
+def _same_pending(diff, *args):
+    """XPENDING's extended form with the idle column masked."""
+    real, ours = diff.both(*args)
+
+    def masked(reply):
+        return [row[:2] + ["T"] + row[3:] for row in parse(reply)]
+
+    assert masked(ours) == masked(real), (args, real, ours)
+
+
+@pytest.fixture
+def small_nodes(diff):
+    """Nodes of at most 4 entries on both servers (restored afterwards)."""
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "stream-node-max-entries", "4")
+    yield diff
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "stream-node-max-entries", "100")
+        c.call("CONFIG", "SET", "stream-node-max-bytes", "4096")
+        c.call("CONFIG", "SET", "rdbcompression", "yes")
+
+
+# -- XADD, XLEN, XRANGE -----------------------------------------------------------------------
+def test_add_and_ranges(diff):
+    diff.many([
+        ("XADD", "s", "1-1", "a", "1"),
+        ("XADD", "s", "1-2", "a", "2", "b", "3"),
+        ("XADD", "s", "1-*", "c", "1"),
+        ("XADD", "s", "5-*", "c", "1"),
+        ("XADD", "s", "5-*", "c", "1"),
+        ("XADD", "s", "7", "f", "v"),
+        ("XADD", "s", "18446744073709551615-5", "f", "v"),
+        ("XLEN", "s"), ("XLEN", "nokey"),
+        ("XRANGE", "s", "-", "+"), ("XRANGE", "s", "1", "5"), ("XRANGE", "s", "1-2", "5-0"),
+        ("XRANGE", "s", "(1-2", "(5-1"), ("XRANGE", "s", "-", "+", "COUNT", "2"),
+        ("XRANGE", "s", "-", "+", "COUNT", "0"), ("XRANGE", "s", "-", "+", "COUNT", "-3"),
+        ("XRANGE", "s", "5", "1"), ("XRANGE", "nokey", "-", "+"),
+        ("XRANGE", "nokey", "-", "+", "COUNT", "0"),
+        ("XREVRANGE", "s", "+", "-"), ("XREVRANGE", "s", "+", "-", "COUNT", "3"),
+        ("XREVRANGE", "s", "(5-1", "(1-1"), ("XREVRANGE", "s", "5", "5"),
+        ("XRANGE", "s", "(-", "+"), ("XRANGE", "s", "(+", "+"), ("XRANGE", "s", "-", "(+"),
+        ("XRANGE", "s", "(18446744073709551615-18446744073709551615", "+"),
+        ("XRANGE", "s", "-", "(0-0"), ("XRANGE", "s", "-", "+", "COUNT"),
+        ("XRANGE", "s", "-", "+", "COUNT", "x"), ("XRANGE", "s", "-", "+", "LIMIT", "1"),
+        ("XRANGE", "s", "abc", "+"), ("XRANGE", "s", "1-x", "+"), ("XRANGE", "s", "(", "+"),
+        ("XRANGE", "s"),
+    ])
+
+
+def test_add_errors_and_id_parsing(diff):
+    diff.many([
+        ("XADD", "s", "0-0", "a", "1"), ("XADD", "s", "0", "a", "1"),
+        ("XADD", "s", "0-*", "a", "1"), ("XADD", "s", "0-*", "a", "1"),
+        ("XADD", "s", "0-1", "a", "1"), ("XADD", "s", "-", "a", "1"),
+        ("XADD", "s", "+", "a", "1"), ("XADD", "s", "*-1", "a", "1"),
+        ("XADD", "s", "1-2-3", "a", "1"), ("XADD", "s", "+5", "a", "1"),
+        ("XADD", "s", " 6", "a", "1"), ("XADD", "s", "007-1", "a", "1"),
+        ("XADD", "s", "-8", "a", "1"), ("XADD", "s", "9-", "a", "1"),
+        ("XADD", "s", "18446744073709551616", "a", "1"), ("XADD", "s", "10-*", "a"),
+        ("XADD", "s", "10", "a", "1", "b"), ("XADD", "s", "*"), ("XADD", "s", "10-abc", "a", "1"),
+        ("XADD", "s", "1" * 130, "a", "1"), ("XADD", "s", "", "a", "1"),
+        ("XADD", "s", "NOMKSTREAM", "11", "a", "1"),
+        ("XADD", "new", "NOMKSTREAM", "*", "a", "1"), ("EXISTS", "new"),
+        ("XADD", "s", "MAXLEN", "-1", "*", "a", "1"), ("XADD", "s", "MAXLEN", "x", "*", "a", "1"),
+        ("XADD", "s", "MAXLEN", "1", "MINID", "1", "*", "a", "1"),
+        ("XADD", "s", "LIMIT", "10", "*", "a", "1"),
+        ("XADD", "s", "MAXLEN", "5", "LIMIT", "10", "*", "a", "1"),
+        ("XADD", "s", "MAXLEN", "~", "5", "LIMIT", "-1", "*", "a", "1"),
+        ("XADD", "s", "MINID", "-", "*", "a", "1"), ("XADD", "s", "MINID", "x", "*", "a", "1"),
+        ("XADD", "s", "MAXLEN", "~", "*", "a", "1"),
+        ("XADD", "s", "MAXLEN", "=", "100", "12-0", "a", "1"),
+        ("XADD", "s", "BOGUS", "*", "a", "1"),
+        ("SET", "str", "x"), ("XADD", "str", "*", "a", "1"), ("XLEN", "str"),
+        ("XRANGE", "str", "-", "+"), ("XADD", "str", "NOMKSTREAM", "*", "a", "1"),
+        ("XSETID", "t", "18446744073709551615-18446744073709551615"),
+        ("XADD", "t", "MAXLEN", "0", "1-1", "a", "1"),
+        ("XSETID", "t", "18446744073709551615-18446744073709551615"),
+        ("XADD", "t", "*", "a", "1"), ("XADD", "t", "18446744073709551615-*", "a", "1"),
+        ("XADD", "u", "5-18446744073709551615", "a", "1"), ("XADD", "u", "5-*", "a", "1"),
+        ("XRANGE", "s", "-", "+"),
+    ])
+
+
+def test_resp3_shapes(diff3):
+    diff3.many([
+        ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "2-1", "b", "2"),
+        ("XRANGE", "s", "-", "+"), ("XRANGE", "s", "-", "+", "COUNT", "0"),
+        ("XADD", "x", "NOMKSTREAM", "*", "a", "1"),
+        ("XREAD", "STREAMS", "s", "s", "0", "1-1"), ("XREAD", "STREAMS", "nokey", "0"),
+        ("XINFO", "STREAM", "s"), ("XINFO", "STREAM", "s", "FULL"),
+        ("XGROUP", "CREATE", "s", "g", "0"), ("XINFO", "GROUPS", "s"),
+        ("XPENDING", "s", "g"), ("XAUTOCLAIM", "s", "g", "c", "0", "0"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+        ("XINFO", "HELP"), ("XGROUP", "HELP"),
+    ])
+
+
+# -- XDEL, XTRIM and node boundaries ---------------------------------------------------------
+def test_delete_and_stream_metadata(diff):
+    diff.many([
+        ("XDEL", "nokey", "bad"), ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "2-1", "a", "2"),
+        ("XADD", "s", "3-1", "a", "3"), ("XDEL", "s", "bad"), ("XDEL", "s", "1-1", "bad"),
+        ("XDEL", "s", "-"), ("XDEL", "s", "2-1", "2-1", "9-9"), ("XINFO", "STREAM", "s"),
+        ("XDEL", "s", "1-1"), ("XINFO", "STREAM", "s"), ("XDEL", "s", "3-1"),
+        ("XINFO", "STREAM", "s"), ("XINFO", "STREAM", "s", "FULL"), ("EXISTS", "s"),
+        ("XADD", "s", "3-1", "a", "1"), ("XADD", "s", "4-1", "a", "1"), ("XLEN", "s"),
+        ("XINFO", "STREAM", "s", "FULL", "COUNT", "1"), ("XINFO", "STREAM", "s", "FULL", "x"),
+        ("XINFO", "STREAM", "s", "FULL", "COUNT", "-5"), ("XINFO", "STREAM", "s", "LITE"),
+        ("XINFO", "STREAM", "s", "FULL", "COUNT", "x"), ("XINFO", "STREAM", "s", "a", "b"),
+        ("XINFO", "STREAM", "nokey"), ("SET", "str", "1"), ("XINFO", "STREAM", "str"),
+        ("XDEL", "str", "1"), ("XINFO", "GROUPS", "nokey"), ("XINFO", "BOGUS", "s"),
+        ("XINFO", "STREAM"),
+    ])
+
+
+def test_trim_exact_and_errors(diff):
+    for i in range(1, 21):
+        diff("XADD", "s", f"{i}-1", "f", str(i))
+    diff.many([
+        ("XTRIM", "s"), ("XTRIM", "s", "MAXLEN"), ("XTRIM", "s", "MAXLEN", "-1"),
+        ("XTRIM", "s", "LIMIT", "5"), ("XTRIM", "s", "MAXLEN", "5", "LIMIT", "5"),
+        ("XTRIM", "s", "MAXLEN", "5", "MINID", "5"), ("XTRIM", "s", "FOO", "1"),
+        ("XTRIM", "s", "NOMKSTREAM", "MAXLEN", "1"), ("XTRIM", "nokey", "MAXLEN", "1"),
+        ("XTRIM", "nokey", "MAXLEN", "x"),
+        ("XTRIM", "s", "MAXLEN", "18"), ("XTRIM", "s", "MAXLEN", "=", "16"),
+        ("XTRIM", "s", "MINID", "6"), ("XTRIM", "s", "MINID", "=", "(7"),
+        ("XINFO", "STREAM", "s"), ("XTRIM", "s", "MINID", "100"), ("XINFO", "STREAM", "s"),
+        ("XTRIM", "s", "MAXLEN", "~", "0", "LIMIT", "0"),
+    ])
+
+
+def test_approximate_trim_follows_nodes(small_nodes):
+    diff = small_nodes
+    for i in range(1, 31):
+        diff("XADD", "s", f"{i}-0", "f", str(i))
+    diff.many([
+        ("XINFO", "STREAM", "s"), ("XTRIM", "s", "MAXLEN", "~", "25"),
+        ("XTRIM", "s", "MAXLEN", "~", "21"), ("XTRIM", "s", "MINID", "~", "10"),
+        ("XTRIM", "s", "MAXLEN", "~", "5", "LIMIT", "4"), ("XTRIM", "s", "MAXLEN", "~", "5",
+                                                           "LIMIT", "3"),
+        ("XINFO", "STREAM", "s"), ("XADD", "s", "MAXLEN", "~", "3", "99-0", "f", "v"),
+        ("XINFO", "STREAM", "s", "FULL"), ("XDEL", "s", "25-0", "26-0", "27-0", "28-0"),
+        ("XINFO", "STREAM", "s"), ("XTRIM", "s", "MAXLEN", "3"), ("XINFO", "STREAM", "s"),
+    ])
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "stream-node-max-entries", "0")
+        c.call("CONFIG", "SET", "stream-node-max-bytes", "120")
+    for i in range(200, 240):
+        diff("XADD", "b", f"{i}-0", "field", "x" * (i % 13), "n", str(i * 1000))
+    diff("XINFO", "STREAM", "b")
+    diff("XTRIM", "b", "MAXLEN", "~", "20")
+    diff("XINFO", "STREAM", "b")
+
+
+def test_random_history_matches_dump_bytes(small_nodes):
+    diff = small_nodes
+    rng = random.Random(7)
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "rdbcompression", "no")
+    ms = 1
+    for step in range(250):
+        op = rng.random()
+        if op < 0.7:
+            ms += rng.choice([0, 1, 1, 5, 300, 70000, 1 << 40])
+            fields = rng.choice([["a", "1"], ["a", "2", "b", "x" * rng.randrange(80)],
+                                 ["z", "-5", "a", "123456789012"], ["a", str(step)]])
+            args = ["XADD", "s"]
+            if rng.random() < 0.1:
+                args += ["MAXLEN", rng.choice(["~", "="]), str(rng.randrange(40))]
+            diff(*args, f"{ms}-{step}", *fields)
+        elif op < 0.85:
+            diff("XDEL", "s", f"{ms}-{step - rng.randrange(1, 10)}")
+        elif op < 0.95:
+            diff("XTRIM", "s", rng.choice(["MAXLEN", "MINID"]), rng.choice(["~", "="]),
+                 str(rng.randrange(60)) if rng.random() < 0.5 else f"{ms - rng.randrange(400)}")
+        else:
+            diff("XINFO", "STREAM", "s", "FULL", "COUNT", "0")
+    diff("XINFO", "STREAM", "s", "FULL", "COUNT", "0")
+    diff("DUMP", "s")
+
+
+# -- consumer groups --------------------------------------------------------------------------
+def test_xgroup_management(diff):
+    diff.many([
+        ("XGROUP", "CREATE", "s", "g", "$"), ("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"),
+        ("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"), ("XADD", "s", "5-1", "a", "1"),
+        ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "-2"),
+        ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "x"),
+        ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD"),
+        ("XGROUP", "CREATE", "s", "g2", "0", "BOGUS"),
+        ("XGROUP", "CREATE", "s", "g2", "bad"), ("XGROUP", "CREATE", "s", "g2", "-"),
+        ("XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "0"),
+        ("XGROUP", "CREATE", "s", "g3", "5-1", "ENTRIESREAD", "1", "MKSTREAM"),
+        ("XGROUP", "CREATE", "s", "g4", "$", "MKSTREAM", "MKSTREAM", "MKSTREAM", "MKSTREAM"),
+        ("XGROUP", "CREATE", "s", "g5", "$", "ENTRIESREAD", "3", "MKSTREAM", "MKSTREAM"),
+        ("XINFO", "GROUPS", "s"),
+        ("XGROUP", "SETID", "s", "nog", "0"), ("XGROUP", "SETID", "s", "g", "0", "x"),
+        ("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD"),
+        ("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", "-3"),
+        ("XGROUP", "SETID", "s", "g", "0", "FOO", "1"), ("XGROUP", "SETID", "s", "g", "bad"),
+        ("XGROUP", "SETID", "s", "g", "-"), ("XGROUP", "SETID", "s", "g", "+"),
+        ("XINFO", "GROUPS", "s"),
+        ("XGROUP", "SETID", "s", "g", "$", "ENTRIESREAD", "1"), ("XGROUP", "SETID", "s", "g", "3"),
+        ("XINFO", "GROUPS", "s"),
+        ("XGROUP", "CREATECONSUMER", "s", "g", "alice"),
+        ("XGROUP", "CREATECONSUMER", "s", "g", "alice"),
+        ("XGROUP", "CREATECONSUMER", "s", "nog", "alice"),
+        ("XGROUP", "CREATECONSUMER", "nokey", "g", "alice"),
+        ("XGROUP", "DELCONSUMER", "s", "g", "bob"), ("XGROUP", "DELCONSUMER", "s", "g", "alice"),
+        ("XGROUP", "DELCONSUMER", "s", "nog", "alice"),
+        ("XGROUP", "DESTROY", "s", "g"), ("XGROUP", "DESTROY", "s", "g"),
+        ("XGROUP", "DESTROY", "nokey", "g"), ("XGROUP", "DESTROY", "s"),
+        ("XGROUP", "FOO", "s", "g"), ("XGROUP", "HELP"), ("XGROUP", "HELP", "x"),
+        ("XGROUP",), ("SET", "str", "x"), ("XGROUP", "CREATE", "str", "g", "$"),
+        ("XGROUP", "CREATE", "str", "g", "$", "MKSTREAM"), ("XINFO", "GROUPS", "s"),
+        ("XINFO", "HELP"), ("XINFO", "HELP", "extra"), ("XINFO",),
+    ])
+
+
+def test_readgroup_ack_pending(diff):
+    diff.many([
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+        ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "2-1", "b", "2"),
+        ("XADD", "s", "3-1", "c", "3"), ("XGROUP", "CREATE", "s", "g", "0"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "$"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s"),
+        ("XREADGROUP", "GROUP", "g", "STREAMS", "s", ">"),
+        ("XREADGROUP", "STREAMS", "s", ">"), ("XREADGROUP", "GROUP", "nog", "c", "STREAMS",
+                                               "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"),
+        ("XINFO", "GROUPS", "s"),
+        ("XREADGROUP", "GROUP", "g", "bob", "NOACK", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"),
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", "1-1"),
+        ("XREADGROUP", "GROUP", "g", "carol", "STREAMS", "s", "0"),
+        ("XPENDING", "s", "g"), ("XPENDING", "s", "nog"), ("XPENDING", "nokey", "g"),
+        ("XPENDING", "s", "g", "-"), ("XPENDING", "s", "g", "-", "+"),
+        ("XPENDING", "s", "g", "-", "+", "x"), ("XPENDING", "s", "g", "x", "+", "10"),
+        ("XPENDING", "s", "g", "IDLE", "x", "-", "+", "10"),
+        ("XPENDING", "s", "g", "IDLE", "10", "-", "+"),
+        ("XPENDING", "s", "g", "-", "+", "10", "nobody"),
+        ("XPENDING", "s", "g", "(2-1", "(2-1", "10"),
+        ("XPENDING", "s", "g", "IDLE", "100000", "-", "+", "10"),
+        ("XPENDING", "s", "g", "-", "+", "-1"),
+        ("XACK", "s", "g", "bad"), ("XACK", "s", "g", "1-1", "bad"), ("XACK", "s", "nog", "x"),
+        ("XACK", "nokey", "g", "1-1"), ("XACK", "s", "g", "1-1", "1-1", "9-9"),
+        ("XPENDING", "s", "g"), ("XINFO", "GROUPS", "s"),
+        ("XDEL", "s", "2-1"), ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"),
+        ("XINFO", "GROUPS", "s"), ("XADD", "s", "4-1", "d", "4"), ("XINFO", "GROUPS", "s"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"), ("XINFO", "GROUPS", "s"),
+        ("XGROUP", "DELCONSUMER", "s", "g", "alice"), ("XPENDING", "s", "g"),
+        ("SET", "str", "x"), ("XPENDING", "str", "g"), ("XACK", "str", "g", "1-1"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "str", ">"),
+    ])
+    _same_pending(diff, "XPENDING", "s", "g", "-", "+", "10")
+    _same_pending(diff, "XPENDING", "s", "g", "IDLE", "0", "-", "+", "10", "bob")
+    for args in [("XINFO", "CONSUMERS", "s", "g"), ("XINFO", "STREAM", "s", "FULL")]:
+        _same_masked(diff, *args)
+    diff("XINFO", "CONSUMERS", "s", "nog")
+    diff("XINFO", "CONSUMERS", "nokey", "g")
+
+
+def test_lag_and_entries_read(diff):
+    diff.many([
+        ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "2-1", "a", "1"),
+        ("XADD", "s", "3-1", "a", "1"), ("XADD", "s", "4-1", "a", "1"),
+        ("XGROUP", "CREATE", "s", "a", "0"), ("XGROUP", "CREATE", "s", "b", "2-1"),
+        ("XGROUP", "CREATE", "s", "c", "$"), ("XGROUP", "CREATE", "s", "d", "1-1"),
+        ("XGROUP", "CREATE", "s", "e", "9-9"), ("XINFO", "GROUPS", "s"),
+        ("XREADGROUP", "GROUP", "a", "x", "COUNT", "1", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "b", "x", "COUNT", "1", "STREAMS", "s", ">"),
+        ("XINFO", "GROUPS", "s"), ("XDEL", "s", "3-1"), ("XINFO", "GROUPS", "s"),
+        ("XREADGROUP", "GROUP", "a", "x", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "d", "x", "COUNT", "1", "STREAMS", "s", ">"),
+        ("XINFO", "GROUPS", "s"), ("XDEL", "s", "1-1"), ("XINFO", "GROUPS", "s"),
+        ("XTRIM", "s", "MAXLEN", "0"), ("XINFO", "GROUPS", "s"), ("XINFO", "STREAM", "s"),
+        ("XADD", "s", "5-1", "a", "1"), ("XINFO", "GROUPS", "s"),
+        ("XGROUP", "SETID", "s", "a", "0", "ENTRIESREAD", "0"), ("XINFO", "GROUPS", "s"),
+        ("XSETID", "s", "6-1", "ENTRIESADDED", "100"), ("XINFO", "GROUPS", "s"),
+    ])
+
+
+def test_claim_and_autoclaim(diff):
+    for i in range(1, 8):
+        diff("XADD", "s", f"{i}-1", "f", str(i))
+    diff.many([
+        ("XCLAIM", "s", "g", "c", "0", "1-1"), ("XGROUP", "CREATE", "s", "g", "0"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"),
+        ("XCLAIM", "s", "g", "bob", "x", "1-1"), ("XCLAIM", "s", "g", "bob", "0", "1-1", "FOO"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "IDLE", "x"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "TIME", "x"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "RETRYCOUNT", "x"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "LASTID", "x"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "IDLE"),
+        ("XINFO", "CONSUMERS", "s", "g"),
+        ("XCLAIM", "s", "g", "bob", "3600000", "1-1"),
+        ("XCLAIM", "s", "g", "bob", "0", "1-1", "2-1", "99-1"),
+        ("XCLAIM", "s", "g", "bob", "0", "3-1", "JUSTID"),
+        ("XCLAIM", "s", "g", "carol", "-5", "4-1", "RETRYCOUNT", "7", "IDLE", "5000"),
+        ("XDEL", "s", "5-1"), ("XCLAIM", "s", "g", "carol", "0", "5-1", "6-1"),
+        ("XACK", "s", "g", "7-1"), ("XCLAIM", "s", "g", "dave", "0", "7-1"),
+        ("XCLAIM", "s", "g", "dave", "0", "7-1", "FORCE", "JUSTID"),
+        ("XCLAIM", "s", "g", "dave", "0", "7-1", "FORCE", "LASTID", "50-0"),
+        ("XINFO", "GROUPS", "s"), ("XPENDING", "s", "g"),
+        ("XCLAIM", "s", "g", "erin", "0", "1-1", "TIME", "1"),
+        ("XCLAIM", "s", "g", "erin", "0", "1-1", "TIME", "99999999999999"),
+    ])
+    _same_pending(diff, "XPENDING", "s", "g", "-", "+", "10")
+    _same_pending(diff, "XPENDING", "s", "g", "IDLE", "1", "-", "+", "10")
+    diff.many([
+        ("XAUTOCLAIM", "s", "nog", "c", "0", "0"), ("XAUTOCLAIM", "s", "g", "c", "x", "0"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "bad"), ("XAUTOCLAIM", "s", "g", "c", "0", "0",
+                                                    "COUNT", "0"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "x"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "576460752303423488"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0", "BOGUS"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "(18446744073709551615-18446744073709551615"),
+        ("XAUTOCLAIM", "nokey", "g", "c", "0", "0"),
+        ("XDEL", "s", "2-1", "3-1"),
+        ("XAUTOCLAIM", "s", "g", "frank", "0", "0", "COUNT", "2"),
+        ("XAUTOCLAIM", "s", "g", "frank", "0", "0", "COUNT", "2", "JUSTID"),
+        ("XAUTOCLAIM", "s", "g", "frank", "3600000", "0", "COUNT", "1"),
+        ("XAUTOCLAIM", "s", "g", "frank", "0", "(1-1", "JUSTID"),
+        ("XAUTOCLAIM", "s", "g", "gina", "0", "-"),
+        ("XPENDING", "s", "g"), ("XINFO", "GROUPS", "s"),
+    ])
+    _same_masked(diff, "XINFO", "CONSUMERS", "s", "g")
+
+
+# -- XREAD, XSETID ----------------------------------------------------------------------------
+def test_xread_sync(diff):
+    diff.many([
+        ("XADD", "a", "1-1", "f", "1"), ("XADD", "a", "2-1", "f", "2"),
+        ("XADD", "b", "3-1", "f", "3"),
+        ("XREAD", "STREAMS", "a", "b", "0", "0"), ("XREAD", "COUNT", "1", "STREAMS", "a", "b",
+                                                    "1-1", "0"),
+        ("XREAD", "STREAMS", "a", "$"), ("XREAD", "STREAMS", "a", "2-1"),
+        ("XREAD", "STREAMS", "nokey", "a", "0", "1-5"), ("XREAD", "STREAMS", "a"),
+        ("XREAD", "STREAMS", "a", "b", "0"), ("XREAD", "STREAMS", "a", ">"),
+        ("XREAD", "GROUP", "g", "c", "STREAMS", "a", "0"), ("XREAD", "NOACK", "STREAMS", "a", "0"),
+        ("XREAD", "COUNT", "x", "STREAMS", "a", "0"), ("XREAD", "COUNT", "-1", "STREAMS", "a", "0"),
+        ("XREAD", "BLOCK", "x", "STREAMS", "a", "0"), ("XREAD", "BLOCK", "-1", "STREAMS", "a", "0"),
+        ("XREAD", "BLOCK", "9223372036854775807", "STREAMS", "a", "0"),
+        ("XREAD", "BLOCK", "10", "STREAMS", "a", "0"), ("XREAD", "FOO", "STREAMS", "a", "0"),
+        ("XREAD", "a", "0", "1"), ("XREAD", "STREAMS", "a", "bad"),
+        ("SET", "str", "x"), ("XREAD", "STREAMS", "a", "str", "0", "0"),
+        ("XREAD", "BLOCK", "10", "STREAMS", "a", "$"),
+        ("XREAD", "STREAMS", "a", "18446744073709551615-18446744073709551615"),
+        ("MULTI",), ("XREAD", "BLOCK", "0", "STREAMS", "a", "$"), ("EXEC",),
+        ("XDEL", "a", "2-1"), ("XREAD", "STREAMS", "a", "1-1"),
+        ("EVAL", "return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 'a', '$')", "0"),
+    ])
+
+
+def test_xsetid(diff):
+    diff.many([
+        ("XSETID", "nokey", "1-1"), ("XSETID", "nokey", "bad"),
+        ("XADD", "s", "5-1", "a", "1"), ("XADD", "s", "6-1", "a", "1"),
+        ("XSETID", "s", "5-5"), ("XSETID", "s", "6-1"), ("XSETID", "s", "7"),
+        ("XSETID", "s", "8", "ENTRIESADDED", "1"), ("XSETID", "s", "8", "ENTRIESADDED", "-1"),
+        ("XSETID", "s", "8", "ENTRIESADDED", "x"), ("XSETID", "s", "8", "MAXDELETEDID", "9"),
+        ("XSETID", "s", "8", "MAXDELETEDID", "bad"), ("XSETID", "s", "8", "FOO", "1"),
+        ("XSETID", "s", "8", "ENTRIESADDED"),
+        ("XSETID", "s", "8", "ENTRIESADDED", "10", "MAXDELETEDID", "3-3"),
+        ("XINFO", "STREAM", "s"), ("XSETID", "s", "3-2"), ("XSETID", "s", "-"),
+        ("XDEL", "s", "5-1", "6-1"), ("XSETID", "s", "4"), ("XINFO", "STREAM", "s"),
+        ("XADD", "s", "*-1", "a", "1"), ("XADD", "s", "8-*", "a", "1"),
+        ("SET", "str", "x"), ("XSETID", "str", "1"),
+    ])
+
+
+# -- blocking ---------------------------------------------------------------------------------
+class _Scenario:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.clients: dict[str, RawClient] = {}
+        self.log: list[tuple[str, object]] = []
+        self("admin", "FLUSHALL")
+
+    def client(self, name: str) -> RawClient:
+        if name not in self.clients:
+            self.clients[name] = RawClient(port=self.port, timeout=10)
+        return self.clients[name]
+
+    def __call__(self, name: str, *args) -> None:
+        self.send(name, *args)
+        self.read(name)
+
+    def send(self, name: str, *args) -> None:
+        self.client(name).send_raw(encode_command(*args))
+
+    def read(self, name: str) -> None:
+        self.log.append((name, _mask_times(parse(self.client(name).read_reply()))))
+
+    def wait_blocked(self, n: int) -> None:
+        deadline = time.monotonic() + 10
+        while self.client("_w").call("CLIENT", "LIST").count(b" flags=b ") != n:
+            assert time.monotonic() < deadline, f"expected {n} blocked clients"
+            time.sleep(0.005)
+
+    def block(self, name: str, *args, total: int) -> None:
+        self.send(name, *args)
+        self.wait_blocked(total)
+
+
+def _run_both(real_redis, pykv_proc, steps) -> None:
+    logs = []
+    for port in (real_redis.port, pykv_proc.port):
+        s = _Scenario(port)
+        try:
+            steps(s)
+        finally:
+            for c in s.clients.values():
+                c.close()
+        logs.append(s.log)
+    assert logs[1] == logs[0]
+
+
+def test_blocking_xread_and_xreadgroup(real_redis, pykv_proc):
+    def steps(s):
+        s("admin", "XADD", "s", "1-1", "f", "v")
+        s("admin", "XGROUP", "CREATE", "s", "g", "$")
+        s.block("c1", "XREAD", "BLOCK", "0", "STREAMS", "s", "other", "$", "$", total=1)
+        s.block("c2", "XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">",
+                total=2)
+        s.block("c3", "XREADGROUP", "GROUP", "g", "bob", "COUNT", "1", "BLOCK", "0",
+                "STREAMS", "s", ">", total=3)
+        s.block("c4", "XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", "other", "0", total=4)
+        s("admin", "XINFO", "CONSUMERS", "s", "g")
+        s("admin", "MULTI")
+        s("admin", "XADD", "s", "2-1", "f", "v")
+        s("admin", "XADD", "s", "3-1", "f", "v")
+        s("admin", "EXEC")
+        for name in ("c1", "c2"):
+            s.read(name)
+        s.wait_blocked(2)
+        s("admin", "XADD", "other", "4-1", "f", "v")
+        s.read("c4")
+        s.wait_blocked(1)
+        s("admin", "XADD", "s", "5-1", "f", "v")
+        s.read("c3")
+        s.wait_blocked(0)
+        s("admin", "XPENDING", "s", "g")
+        s.block("c5", "XREADGROUP", "GROUP", "g", "carol", "BLOCK", "0", "STREAMS", "s", ">",
+                total=1)
+        s("admin", "XGROUP", "DESTROY", "s", "g")
+        s.read("c5")
+        s.block("c6", "XREAD", "BLOCK", "0", "STREAMS", "s", "$", total=1)
+        s("admin", "DEL", "s")
+        s("admin", "SET", "s", "string")
+        s("admin", "DEL", "s")
+        s("admin", "XADD", "s", "1-5", "f", "v")
+        s.read("c6")
+        s.block("c7", "XREAD", "BLOCK", "30", "STREAMS", "s", "$", total=1)
+        s.read("c7")
+
+    _run_both(real_redis, pykv_proc, steps)
+
+
+def test_blocking_resp3(real_redis, pykv_proc):
+    def steps(s):
+        s("c1", "HELLO", "3")
+        s.block("c1", "XREAD", "BLOCK", "0", "STREAMS", "s", "0-0", total=1)
+        s("admin", "XADD", "s", "1-1", "f", "v")
+        s.read("c1")
+
+    _run_both(real_redis, pykv_proc, steps)
+
+
+# -- DUMP / RESTORE interop -------------------------------------------------------------------
+def _build_rich_stream(c: RawClient) -> None:
+    for i in range(1, 260):
+        fields = ["a", str(i)] if i % 3 else ["a", str(i), "b", "x" * (i % 70)]
+        c.call("XADD", "s", f"{1000 + i // 3}-{i}", *fields)
+    c.call("XDEL", "s", "1001-3", "1010-30", "1030-91")
+    c.call("XTRIM", "s", "MAXLEN", "250")
+    c.call("XGROUP", "CREATE", "s", "g1", "0")
+    c.call("XGROUP", "CREATE", "s", "123", "1020-60", "ENTRIESREAD", "55")
+    c.call("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "7", "STREAMS", "s", ">")
+    c.call("XREADGROUP", "GROUP", "g1", "bob", "COUNT", "3", "STREAMS", "s", ">")
+    c.call("XREADGROUP", "GROUP", "123", "42", "COUNT", "2", "STREAMS", "s", ">")
+    c.call("XGROUP", "CREATECONSUMER", "s", "g1", "idle-one")
+    c.call("XCLAIM", "s", "g1", "bob", "0", "1003-10", "RETRYCOUNT", "9")
+
+
+def test_dump_from_redis_restores_in_pykv(diff):
+    _build_rich_stream(diff.real)
+    payload = _bulk(diff.real.call("DUMP", "s"))
+    assert diff.ours.call("RESTORE", "s", "0", payload) == b"+OK\r\n"
+    diff.real.call("RESTORE", "copy", "0", payload)
+    diff.ours.call("RESTORE", "copy", "0", payload)
+    for key in ("s", "copy"):
+        diff("XINFO", "STREAM", key, "FULL", "COUNT", "0")
+        diff("XRANGE", key, "-", "+")
+        diff("XINFO", "GROUPS", key)
+        diff("XPENDING", key, "g1")
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "rdbcompression", "no")
+    try:
+        diff("DUMP", "copy")
+    finally:
+        for c in (diff.real, diff.ours):
+            c.call("CONFIG", "SET", "rdbcompression", "yes")
+
+
+def test_dump_from_pykv_restores_in_redis(diff):
+    _build_rich_stream(diff.ours)
+    payload = _bulk(diff.ours.call("DUMP", "s"))
+    assert diff.real.call("RESTORE", "s", "0", payload) == b"+OK\r\n"
+    diff("XINFO", "STREAM", "s", "FULL", "COUNT", "0")
+    diff("XRANGE", "s", "-", "+")
+    diff("XADD", "s", "5000-0", "a", "1")
+    diff("XINFO", "STREAM", "s")
+    diff("RESTORE", "s", "0", payload[:-12] + payload[-10:])
+
+
+def test_type_and_generic_commands(diff):
+    diff.many([
+        ("XADD", "s", "1-1", "a", "1"), ("TYPE", "s"), ("OBJECT", "ENCODING", "s"),
+        ("COPY", "s", "t"), ("XADD", "t", "2-1", "b", "2"), ("XLEN", "s"), ("XLEN", "t"),
+        ("RENAME", "t", "u"), ("XRANGE", "u", "-", "+"), ("LPUSH", "s", "x"),
+    ])

@@ -1,0 +1,321 @@
+"""Client-side caching (CLIENT TRACKING & co.) compared with real redis-server 7.0.
+
+Each scenario opens the same connections to both servers (``Twin``) and replays the same
+commands; every reply *and* every invalidation push a connection receives must be the same
+bytes. Client ids differ between the servers, so REDIRECT uses each server's own id. A
+trailing PING on a connection proves that nothing else (an extra push) was sent before it.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.resp import RawClient, encode_command
+
+
+class Twin:
+    """One logical connection, opened to real Redis and to pykv."""
+
+    def __init__(self, real_port: int, our_port: int, resp3: bool = True) -> None:
+        self.real = RawClient(port=real_port)
+        self.ours = RawClient(port=our_port)
+        if resp3:
+            self.real.call("HELLO", "3")
+            self.ours.call("HELLO", "3")
+
+    def __call__(self, *args) -> bytes:
+        """Send to both, compare the replies."""
+        data = encode_command(*args)
+        self.real.send_raw(data)
+        self.ours.send_raw(data)
+        return self.read(label=args)
+
+    def read(self, label: object = "push") -> bytes:
+        expected = self.real.read_reply()
+        got = self.ours.read_reply()
+        assert got == expected, f"{label!r}:\n  redis: {expected!r}\n  pykv:  {got!r}"
+        return expected
+
+    def ids(self) -> tuple[bytes, bytes]:
+        return (self.real.call("CLIENT", "ID")[1:-2], self.ours.call("CLIENT", "ID")[1:-2])
+
+    def each(self, make_args) -> bytes:
+        """Send per-server arguments (``make_args(client_id_pair_index)``), compare."""
+        self.real.send_raw(encode_command(*make_args(0)))
+        self.ours.send_raw(encode_command(*make_args(1)))
+        return self.read(label=make_args(0))
+
+    def quiet(self) -> None:
+        """Nothing is pending: the next reply is PONG's."""
+        self("PING")
+
+    def close(self) -> None:
+        self.real.close()
+        self.ours.close()
+
+
+@pytest.fixture
+def twins(real_redis, pykv_proc):
+    opened: list[Twin] = []
+
+    def make(resp3: bool = True) -> Twin:
+        t = Twin(real_redis.port, pykv_proc.port, resp3)
+        opened.append(t)
+        return t
+
+    first = make(False)
+    first("FLUSHALL")
+    first.close()
+    yield make
+    for t in opened:
+        t.close()
+
+
+TRACKING_ERRORS = [
+    ("CLIENT", "TRACKING"),
+    ("CLIENT", "TRACKING", "maybe"),
+    ("CLIENT", "TRACKING", "on", "foo"),
+    ("CLIENT", "TRACKING", "on", "redirect"),
+    ("CLIENT", "TRACKING", "on", "redirect", "x"),
+    ("CLIENT", "TRACKING", "on", "redirect", "999999"),
+    ("CLIENT", "TRACKING", "on", "prefix"),
+    ("CLIENT", "TRACKING", "on", "prefix", "a"),
+    ("CLIENT", "TRACKING", "on", "bcast", "optin"),
+    ("CLIENT", "TRACKING", "on", "bcast", "optout"),
+    ("CLIENT", "TRACKING", "on", "optin", "optout"),
+    ("CLIENT", "TRACKING", "on", "bcast", "prefix", "a", "prefix", "ab"),
+    ("CLIENT", "TRACKING", "on", "bcast", "prefix", "ab", "prefix", "a"),
+    ("CLIENT", "TRACKING", "on", "bcast", "prefix", "a", "prefix", "a"),
+    ("CLIENT", "TRACKING", "off", "optin"),
+    ("CLIENT", "TRACKING", "off", "bogus"),
+    ("CLIENT", "CACHING", "yes"),
+    ("CLIENT", "CACHING", "no"),
+    ("CLIENT", "CACHING", "maybe"),
+    ("CLIENT", "CACHING"),
+    ("CLIENT", "GETREDIR", "x"),
+    ("CLIENT", "TRACKINGINFO", "x"),
+    ("CLIENT", "GETREDIR"),
+    ("CLIENT", "TRACKINGINFO"),
+]
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_errors_and_info_when_off(twins, resp3):
+    a = twins(resp3)
+    for args in TRACKING_ERRORS:
+        a(*args)
+
+
+def test_mode_switch_errors_and_info(twins):
+    a = twins()
+    a("CLIENT", "TRACKING", "on", "optin", "noloop")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "GETREDIR")
+    a("CLIENT", "TRACKING", "on", "optout")
+    a("CLIENT", "TRACKING", "on", "bcast")
+    a("CLIENT", "CACHING", "no")
+    a("CLIENT", "CACHING", "maybe")
+    a("CLIENT", "CACHING", "yes")
+    a("CLIENT", "TRACKINGINFO")  # caching-yes stays across CLIENT commands
+    a("GET", "x")
+    a("CLIENT", "TRACKINGINFO")  # ...and is gone after another command
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "TRACKING", "on", "optout")
+    a("CLIENT", "CACHING", "no")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "bcast", "prefix", "b", "prefix", "a")
+    a("CLIENT", "TRACKING", "on", "bcast", "prefix", "ab")
+    a("CLIENT", "TRACKING", "on", "bcast", "prefix", "c")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "TRACKING", "on")
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "TRACKING", "on", "bcast")
+    a("CLIENT", "TRACKINGINFO")
+    a("CLIENT", "TRACKING", "off")
+
+
+def test_default_mode_invalidation(twins):
+    a, b = twins(), twins()
+    a("CLIENT", "TRACKING", "on")
+    a("SET", "k", "1")  # a write does not track
+    b("SET", "k", "2")
+    a.quiet()
+    a("GET", "k")
+    a("MGET", "k", "k2", "k3")
+    a("HGETALL", "h")
+    b("SET", "k", "3")
+    a.read()
+    b("SET", "k", "4")  # invalidated once: not tracked any more
+    a.quiet()
+    b("MSET", "k2", "x", "k3", "y")
+    a.read()
+    a.read()
+    b("HSET", "h", "f", "v")
+    a.read()
+    a.quiet()
+    # the client's own write: the reply first, then its invalidation
+    a("GET", "own")
+    a("SET", "own", "v")
+    a.read()
+    a("GET", "own")
+    a("DEL", "own")
+    a.read()
+    a.quiet()
+    # expiry counts as a modification
+    a("SET", "ttl", "v", "PX", "50")
+    a("GET", "ttl")
+    time.sleep(0.25)
+    b("GET", "ttl")
+    a.read()
+    a.quiet()
+
+
+def test_noloop_optin_optout(twins):
+    a, b = twins(), twins()
+    a("CLIENT", "TRACKING", "on", "noloop")
+    a("GET", "n")
+    a("SET", "n", "mine")
+    a.quiet()
+    b("SET", "n", "theirs")
+    a.quiet()  # invalidated by its own write already (forgotten)
+    a("GET", "n")
+    b("SET", "n", "again")
+    a.read()
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "optin")
+    a("GET", "x")
+    b("SET", "x", "1")
+    a.quiet()  # not opted in
+    a("CLIENT", "CACHING", "yes")
+    a("GET", "x")
+    a("GET", "y")  # only the next command
+    b("SET", "x", "2")
+    b("SET", "y", "2")
+    a.read()
+    a.quiet()
+    a("CLIENT", "CACHING", "yes")
+    a("MULTI")
+    a("GET", "m1")
+    a("GET", "m2")
+    a("EXEC")
+    b("MSET", "m1", "1", "m2", "2")
+    a.read()
+    a.read()
+    a.quiet()
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "optout")
+    a("CLIENT", "CACHING", "no")
+    a("GET", "o1")
+    a("GET", "o2")
+    b("SET", "o1", "1")
+    b("SET", "o2", "1")
+    a.read()
+    a.quiet()
+
+
+def test_flush_sends_null(twins):
+    a, b = twins(), twins()
+    a("CLIENT", "TRACKING", "on")
+    a("GET", "k")
+    b("FLUSHDB")  # even an empty database
+    a.read()
+    a.quiet()
+    b("FLUSHALL")
+    a.read()
+    a.quiet()
+    a("FLUSHALL")  # its own flush: the reply, then the null
+    a.read()
+    a.quiet()
+    b("SET", "k", "1")  # the table was emptied by the flush
+    a.quiet()
+
+
+def test_bcast(twins):
+    a, b = twins(), twins()
+    a("CLIENT", "TRACKING", "on", "bcast", "prefix", "user:", "prefix", "obj:")
+    b("SET", "user:1", "x")
+    a.read()
+    b("MSET", "user:2", "x", "user:3", "y", "other", "z", "obj:1", "w")
+    a.read()  # one message per prefix, prefixes in order
+    a.read()
+    a.quiet()
+    a("SET", "user:9", "own")  # no NOLOOP: its own changes too
+    a.read()
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "bcast", "noloop")
+    a("SET", "mine", "1")
+    a.quiet()
+    b("SET", "theirs", "1")
+    a.read()
+    a.quiet()
+
+
+def test_redirect_resp2_pubsub(twins):
+    listener = twins(False)
+    listener("SUBSCRIBE", "__redis__:invalidate")
+    a, b = twins(False), twins(False)
+    sub = twins(False)
+    ids = sub.ids()
+    sub("SUBSCRIBE", "__redis__:invalidate")
+    a.each(lambda i: ("CLIENT", "TRACKING", "on", "REDIRECT", ids[i]))
+    assert a.real.call("CLIENT", "GETREDIR") == b":" + ids[0] + b"\r\n"
+    assert a.ours.call("CLIENT", "GETREDIR") == b":" + ids[1] + b"\r\n"
+    a("GET", "r")
+    b("SET", "r", "1")
+    sub.read()  # the invalidation as a Pub/Sub message on __redis__:invalidate
+    listener("PING")  # other subscribers of the channel get nothing
+    a("GET", "r")
+    b("FLUSHALL")
+    sub.read()
+    sub("PING")
+    # a RESP2 redirect target that is not subscribed gets nothing
+    sub("UNSUBSCRIBE")
+    a("GET", "r")
+    b("SET", "r", "2")
+    sub("PING")
+
+
+def test_redirect_resp3_and_broken(twins):
+    a, b = twins(), twins()
+    target = twins()
+    ids = target.ids()
+    a.each(lambda i: ("CLIENT", "TRACKING", "on", "REDIRECT", ids[i]))
+    a("GET", "k")
+    b("SET", "k", "1")
+    target.read()
+    a.quiet()
+    a.each(lambda i: ("CLIENT", "TRACKING", "on", "REDIRECT", ids[i], "REDIRECT", ids[i]))
+    a("GET", "k")
+    target.close()
+    time.sleep(0.2)
+    b("SET", "k", "2")
+    for client, cid in ((a.real, ids[0]), (a.ours, ids[1])):
+        assert client.read_reply() == (b">2\r\n$21\r\ntracking-redir-broken\r\n:" + cid
+                                       + b"\r\n")
+    info_real = a.real.call("CLIENT", "TRACKINGINFO")
+    info_ours = a.ours.call("CLIENT", "TRACKINGINFO")
+    assert info_real.replace(ids[0], b"ID") == info_ours.replace(ids[1], b"ID")
+    assert b"broken_redirect" in info_ours
+    a.quiet()
+
+
+def test_scripts_and_transactions_track_their_reads(twins):
+    a, b = twins(), twins()
+    a("CLIENT", "TRACKING", "on")
+    a("EVAL", "return redis.call('get', KEYS[1])", "1", "s1")
+    a("MULTI")
+    a("GET", "t1")
+    a("EXEC")
+    b("SET", "s1", "x")
+    a.read()
+    b("SET", "t1", "x")
+    a.read()
+    a("MULTI")
+    a("GET", "t2")
+    a("SET", "t2", "own")
+    a("EXEC")
+    a.read()  # after the EXEC reply
+    a.quiet()
