@@ -17,22 +17,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pykv.server._core import MULTI_IMMEDIATE, CommandCore
+
 Handler = Callable[[Any, list], Any]
 
 _TABLE_PATH = Path(__file__).with_name("command_table.json")
 METADATA: dict[str, dict] = json.loads(_TABLE_PATH.read_text())
 
 
-class Command:
-    """One command or subcommand: metadata, handler and its ``INFO commandstats`` counters."""
+class Command(CommandCore):
+    """One command or subcommand: metadata, handler and its ``INFO commandstats`` counters.
+
+    The fields the dispatcher reads for every call (handler, arity, the flags it checks,
+    the counters) live in ``CommandCore`` as C fields; the rest is plain Python.
+    """
 
     __slots__ = (
-        "name", "fullname", "handler", "arity", "flags", "first_key", "last_key", "step",
-        "acl_categories", "tips", "key_specs", "docs", "subcommands", "parent", "group",
-        "calls", "usec", "rejected_calls", "failed_calls",
-        "is_write", "is_readonly", "denyoom", "noscript", "loading", "stale", "no_auth",
-        "allow_busy", "pubsub_ok", "no_multi", "skip_monitor", "skip_slowlog", "fast",
-        "may_replicate", "movablekeys", "get_keys", "no_propagate",
+        "name", "flags", "first_key", "last_key", "step", "acl_categories", "tips",
+        "key_specs", "docs", "parent", "group", "is_write", "is_readonly", "denyoom",
+        "noscript", "loading", "stale", "fast", "may_replicate", "movablekeys", "get_keys",
     )
 
     def __init__(self, fullname: str, meta: dict, handler: Handler | None,
@@ -72,16 +75,12 @@ class Command:
         # commands whose effects are logged one by one (script calls, EXEC's commands)
         # rather than the command itself
         self.no_propagate = fullname in _PROPAGATE_EFFECTS_ONLY
+        self.multi_immediate = fullname in MULTI_IMMEDIATE
         # for movable-key commands a family may install a function argv -> key indexes
         self.get_keys: Callable[[list], list[int]] | None = None
 
     def __repr__(self) -> str:
         return f"<Command {self.fullname}>"
-
-    def reset_stats(self) -> None:
-        self.calls = self.usec = self.rejected_calls = self.failed_calls = 0
-        for sub in self.subcommands.values():
-            sub.reset_stats()
 
     def all_commands(self):
         yield self

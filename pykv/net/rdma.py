@@ -79,6 +79,11 @@ class RdmaConnection(Connection):
         if self.closed:
             return
         err = self.endpoint.handle_completions()
+        if err is None and not self.endpoint.session.established and self.endpoint.first_inbound:
+            # the peer is talking, so it is established even if the CM event was not
+            # attributed to us (or not processed yet): announce our window now
+            self.established()
+            return
         self._after(err)
 
     def _after(self, err: str | None) -> None:

@@ -172,15 +172,7 @@ cpdef list split_args(bytes line):
 
 
 cdef class RequestParser:
-    """Accumulates client bytes and yields commands one at a time."""
-
-    cdef bytearray buf
-    cdef Py_ssize_t pos
-    cdef long long multibulklen
-    cdef long long bulklen
-    cdef list argv
-    cdef public long long max_bulk_len
-    cdef public bint auth_required
+    """Accumulates client bytes and yields commands one at a time (fields: _parser.pxd)."""
 
     def __cinit__(self, long long max_bulk_len=512 * 1024 * 1024):
         self.buf = bytearray()
@@ -191,30 +183,30 @@ cdef class RequestParser:
         self.max_bulk_len = max_bulk_len
         self.auth_required = False
 
-    def feed(self, data) -> None:
+    cpdef feed(self, data):
         if self.pos and self.pos == PyByteArray_GET_SIZE(self.buf):
             # everything consumed: reuse the allocation
             del self.buf[:]
             self.pos = 0
         self.buf += data
 
-    def buffered(self) -> int:
+    cpdef Py_ssize_t buffered(self):
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
         return PyByteArray_GET_SIZE(self.buf) - self.pos
 
-    def compact(self) -> None:
+    cpdef compact(self):
         if self.pos:
             del self.buf[:self.pos]
             self.pos = 0
 
-    def reset(self) -> None:
+    cpdef reset(self):
         del self.buf[:]
         self.pos = 0
         self.multibulklen = 0
         self.bulklen = -1
         self.argv = None
 
-    def get_command(self):
+    cpdef object get_command(self):
         """The next complete command as a list of bytes, or None if more bytes are needed.
 
         Empty inline lines and ``*0``/``*-1`` headers are skipped, as Redis skips them.

@@ -22,7 +22,6 @@ id never waits on an unacked event.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -126,33 +125,50 @@ def _nonblock(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
 
 
-def _ptr(addr: int) -> int:
-    return ctypes.c_void_p.from_address(addr).value or 0
+_mem_fd = -1
+
+
+def _peek(addr: int, n: int) -> bytes | None:
+    """Read ``n`` bytes of our own memory without risking a fault: ``/proc/self/mem``
+    answers EIO for unmapped addresses where a ctypes dereference would crash."""
+    global _mem_fd
+    if addr < 4096:
+        return None
+    if _mem_fd < 0:
+        _mem_fd = os.open("/proc/self/mem", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.pread(_mem_fd, n, addr)
+    except (OSError, OverflowError):
+        return None
+    return data if len(data) == n else None
+
+
+def _word(addr: int) -> int:
+    data = _peek(addr, 8)
+    return int.from_bytes(data, "little") if data else 0
+
+
+def _int32(addr: int) -> int | None:
+    data = _peek(addr, 4)
+    return int.from_bytes(data, "little", signed=True) if data else None
 
 
 def _event_id(ev: Any, chan_fd: int) -> int:
     """``event->id`` of a pyverbs CMEvent, validated (0 when it cannot be found safely).
 
     The CMEvent object holds a ``struct rdma_cm_event *`` (``{id, listen_id, event, status,
-    …}``); the candidate is accepted only if its event type matches and ``id->channel->fd``
-    is our channel's fd."""
+    …}``); a candidate is accepted only if its event type matches and ``id->channel->fd``
+    is our channel's fd. Every read goes through ``_peek``, so a wrong guess cannot crash."""
     base = id(ev)
     etype = ev.event_type
     for off in range(16, 96, 8):
-        p = _ptr(base + off)
-        if p < 4096:
+        p = _word(base + off)
+        if _int32(p + 16) != etype:
             continue
-        try:
-            if ctypes.c_int.from_address(p + 16).value != etype:
-                continue
-            cm_id = _ptr(p)
-            if cm_id < 4096:
-                continue
-            chan = _ptr(cm_id + 8)
-            if chan >= 4096 and ctypes.c_int.from_address(chan).value == chan_fd:
-                return cm_id
-        except (ValueError, OSError):
-            continue
+        cm_id = _word(p)
+        chan = _word(cm_id + 8) if cm_id else 0
+        if chan and _int32(chan) == chan_fd:
+            return cm_id
     return 0
 
 
@@ -421,13 +437,16 @@ class PyverbsListener(v.CmListener):
 
 def _sockaddr(ptr: int) -> str:
     """Format a ``struct sockaddr_storage`` at ``ptr`` as Redis prints addresses."""
-    family = ctypes.c_uint16.from_address(ptr).value
-    port = int.from_bytes(ctypes.string_at(ptr + 2, 2), "big")
+    raw = _peek(ptr, 24)
+    if raw is None:
+        return ""
+    family = int.from_bytes(raw[:2], "little")
+    port = int.from_bytes(raw[2:4], "big")
     if family == socket.AF_INET:
-        return f"{socket.inet_ntop(socket.AF_INET, ctypes.string_at(ptr + 4, 4))}:{port}"
+        return f"{socket.inet_ntop(socket.AF_INET, raw[4:8])}:{port}"
     if family == socket.AF_INET6:
-        return f"{socket.inet_ntop(socket.AF_INET6, ctypes.string_at(ptr + 8, 16))}:{port}"
-    return "?:0"
+        return f"{socket.inet_ntop(socket.AF_INET6, raw[8:24])}:{port}"
+    return ""
 
 
 def _cm_addresses(cm_id: int) -> tuple[str, str]:

@@ -590,6 +590,7 @@ class SoftListener(v.CmListener):
         self.unacked = 0
         self.children: set[SoftQP] = set()
         self.stopped = False
+        self.unattributed = os.environ.get("PYKV_SOFTRDMA_UNATTRIBUTED") == "1"
         # rnr_retry of our accept (the connecting QP's RNR retries); 7 = forever
         self.accept_rnr_retry = int(os.environ.get("PYKV_SOFTRDMA_ACCEPT_RNR_RETRY", "7"))
 
@@ -639,7 +640,9 @@ class SoftListener(v.CmListener):
     def _child_event(self, etype: int, qp: SoftQP) -> None:
         if etype == v.CM_TIMEWAIT_EXIT:
             self.children.discard(qp)
-        self._queue(v.CmEvent(etype, qp=qp))
+        # PYKV_SOFTRDMA_UNATTRIBUTED=1 reports child events without their connection, as
+        # a pyverbs build would where event->id cannot be read (exercises the fallbacks)
+        self._queue(v.CmEvent(etype, qp=None if self.unattributed else qp))
 
     def get_event(self) -> v.CmEvent | None:
         if not self.events:

@@ -55,6 +55,9 @@ _ERR_NO_WRITES = b"ERR Write commands are not allowed from read-only scripts."
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.INFO, 3: logging.WARNING}
 
 
+REPLY_CAPTURE = 4  # a reply mode of the script client only (see ScriptClient.add_reply)
+
+
 class ScriptClient(Client):
     """The connection-less client scripts run commands as; replies are kept as values."""
 
@@ -62,6 +65,8 @@ class ScriptClient(Client):
         super().__init__(server, None, 0)
         self.captured: list[Any] = []
         self.deny_blocking = True
+        # not REPLY_ON: replies go through add_reply (captured), never into an out buffer
+        self.reply_mode = REPLY_CAPTURE
 
     def add_reply(self, reply: Any) -> None:
         self.captured.append(reply)

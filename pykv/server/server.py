@@ -23,6 +23,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
+from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import Client
 from pykv.storage.aof import AofLoadError, AppendOnlyFile
@@ -48,7 +49,7 @@ class SlowlogEntry:
         self.name = name
 
 
-class Server:
+class Server(ServerCore):
     """All server state that outlives a single client."""
 
     def __init__(self, config: Config | None = None) -> None:

@@ -24,13 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = ["Server", "ServerError", "free_port"]
 
-_LIVE: weakref.WeakSet[Server] = weakref.WeakSet()
+# started and not yet stopped: strong references, so that a server whose object a test
+# dropped is still found and stopped at interpreter exit
+_LIVE: set[Server] = set()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -167,7 +168,10 @@ class Server:
             if code is not None:
                 self.returncode = code
                 self.process = None
-                raise ServerError(f"pykv exited with status {code} at start:\n{self.log()}")
+                text = self.log()
+                _LIVE.discard(self)
+                self._cleanup_dir()
+                raise ServerError(f"pykv exited with status {code} at start:\n{text}")
             if self._owns_listener() and self.ping():
                 return self
             time.sleep(0.03)

@@ -157,10 +157,29 @@ async def campaign(port: int, connections: int, concurrency: int, scale: int,
         async with sem:
             await abuse(port, random.Random(rng.getrandbits(64) ^ i), scale, seen)
 
+    async def keep_checking(done: asyncio.Event) -> None:
+        """A good client served all along, not only between batches."""
+        token = 10**9
+        while not done.is_set():
+            await health_check(port, token)
+            seen["health_during"] += 1
+            token += 1
+            await asyncio.sleep(0.1)
+
+    seen["health_during"] = 0
+    done = asyncio.Event()
+    checker = asyncio.create_task(keep_checking(done))
     batch = 250
-    for start in range(0, connections, batch):
-        await asyncio.gather(*(one(i) for i in range(start, min(start + batch, connections))))
-        await health_check(port, start)
+    try:
+        for start in range(0, connections, batch):
+            await asyncio.gather(*(one(i) for i in range(start, min(start + batch,
+                                                                      connections))))
+            await health_check(port, start)
+            if checker.done():
+                break
+    finally:
+        done.set()
+    await checker  # re-raises a failed check
     return seen
 
 
@@ -179,6 +198,7 @@ def run_campaign(connections: int, concurrency: int, scale: int, budget: float) 
         # the garbage did reach the parser and the commands (a test that can fail)
         assert seen["protocol_error"] > connections // 20, seen
         assert seen["reply"] > connections // 20, seen
+        assert seen["health_during"] >= 1, seen
         assert elapsed < budget, f"{connections} connections took {elapsed:.1f}s"
 
 

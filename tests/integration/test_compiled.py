@@ -18,23 +18,29 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def declared_extensions() -> list[str]:
-    """Module names of every ``Extension("name", ...)`` in setup.py."""
+def _setup_list(name: str) -> list[str]:
+    """The string items of the list assigned to ``name`` in setup.py."""
     with open(os.path.join(ROOT, "setup.py")) as fh:
         tree = ast.parse(fh.read())
-    names = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Extension"
-                and node.args and isinstance(node.args[0], ast.Constant)):
-            names.append(node.args[0].value)
-    return names
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == name):
+            return [elt.value for elt in node.value.elts]
+    raise AssertionError(f"setup.py has no {name} list")
 
 
-EXTENSIONS = declared_extensions()
+def _module_name(path: str) -> str:
+    return path.rsplit(".", 1)[0].replace("/", ".")
+
+
+PYX_SOURCES = _setup_list("PYX_MODULES")
+PY_SOURCES = _setup_list("COMPILED_PY_MODULES")
+EXTENSIONS = [_module_name(p) for p in PYX_SOURCES + PY_SOURCES]
 
 
 def test_setup_declares_the_protocol_extensions():
-    assert {"pykv.protocol._parser", "pykv.protocol._writer"} <= set(EXTENSIONS)
+    assert {"pykv.protocol._parser", "pykv.protocol._writer",
+            "pykv.server._core"} <= set(EXTENSIONS)
 
 
 @pytest.mark.parametrize("name", EXTENSIONS)
@@ -42,18 +48,29 @@ def test_extension_is_compiled(name):
     module = importlib.import_module(name)
     assert module.__file__.endswith(".so"), module.__file__
     assert isinstance(module.__spec__.loader, importlib.machinery.ExtensionFileLoader)
-    # and no pure-Python module of the same name that could shadow it elsewhere
-    base = os.path.join(os.path.dirname(module.__file__), name.rsplit(".", 1)[1])
-    assert not os.path.exists(base + ".py")
 
 
-def test_dispatcher_uses_the_compiled_parser_and_writer():
-    from pykv.protocol import _parser, _writer
-    from pykv.server import client
+@pytest.mark.parametrize("source", PYX_SOURCES)
+def test_no_python_twin_can_shadow_a_pyx_module(source):
+    assert not os.path.exists(os.path.join(ROOT, source.rsplit(".", 1)[0] + ".py"))
 
-    assert client.RequestParser is _parser.RequestParser
-    assert client.write_reply is _writer.write_reply
-    assert client.ProtocolError is _parser.ProtocolError
+
+@pytest.mark.parametrize("source", PY_SOURCES)
+def test_compiled_python_module_is_not_stale(source):
+    """A compiled .py module must be rebuilt after its source changes (setup.py docstring)."""
+    module = importlib.import_module(_module_name(source))
+    assert os.path.getmtime(module.__file__) >= os.path.getmtime(os.path.join(ROOT, source)), (
+        f"{source} changed after it was compiled: run python setup.py build_ext --inplace")
+
+
+def test_dispatcher_is_the_compiled_core():
+    from pykv.server import _core, client
+    from pykv.server.server import Server
+
+    assert _core.__file__.endswith(".so")
+    assert issubclass(client.Client, _core.ClientCore)
+    assert issubclass(Server, _core.ServerCore)
+    assert client.Client.execute is _core.ClientCore.execute
 
 
 def test_installed_package_resolves_to_compiled_modules(tmp_path):

@@ -10,7 +10,7 @@ import time
 import pytest
 from support.resp import RawClient, encode_command
 
-from pykv.testing import Server, free_port
+from pykv.testing import Server, ServerError, free_port
 
 
 def ipv6_loopback() -> bool:
@@ -126,8 +126,12 @@ def test_info_server_listener_lines():
 
 
 def test_bad_listener_fails_start():
-    with pytest.raises(Exception) as info:
-        Server(listeners=["nosuchtype,port=1"], start_timeout=10).start()
+    bad = Server(listeners=["nosuchtype,port=1"], start_timeout=20)
+    try:
+        with pytest.raises(ServerError) as info:
+            bad.start()
+    finally:
+        bad.stop()
     assert "nosuchtype" in str(info.value)
 
 

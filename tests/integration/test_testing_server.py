@@ -93,8 +93,12 @@ def test_log_capture(shared):
 
 
 def test_port_in_use_raises_with_log(shared):
-    with pytest.raises(ServerError) as info:
-        Server(port=shared.port, start_timeout=20).start()
+    intruder = Server(port=shared.port, start_timeout=20)
+    try:
+        with pytest.raises(ServerError) as info:
+            intruder.start()
+    finally:
+        intruder.stop()
     assert "exited" in str(info.value)
     assert shared.ping()
 
@@ -137,8 +141,12 @@ def test_config_args_formatting():
 
 
 def test_bad_config_raises_with_log():
-    with pytest.raises(ServerError) as info:
-        Server(config={"no-such-option": "1"}, start_timeout=20).start()
+    bad = Server(config={"no-such-option": "1"}, start_timeout=20)
+    try:
+        with pytest.raises(ServerError) as info:
+            bad.start()
+    finally:
+        bad.stop()
     assert "Bad directive" in str(info.value)
 
 
@@ -168,16 +176,21 @@ def test_free_port_is_bindable():
 def test_leftover_server_is_stopped_at_interpreter_exit(tmp_path):
     # a script that starts a server and "forgets" it: atexit must stop it
     script = tmp_path / "forget.py"
+    # one server still referenced at exit, one whose object was dropped and collected
     script.write_text(textwrap.dedent("""
+        import gc
         from pykv.testing import Server
-        s = Server().start()
-        print(s.pid, flush=True)
+        kept = Server().start()
+        print(kept.pid, Server().start().pid, flush=True)
+        gc.collect()
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          timeout=60, check=True)
-    pid = int(out.stdout.split()[0])
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 # -- the pytest plugin ----------------------------------------------------------------------

@@ -310,3 +310,23 @@ def test_cli_one_shot(rdma_server):
     bad = subprocess.run([sys.executable, "-m", "pykv.rdma.cli", "-h", "127.0.0.1", "-p", "1",
                           "--backend", "soft", "PING"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and bad.stderr.startswith("Could not connect")
+
+
+def test_unattributed_cm_events_fallbacks(fabric_dir, monkeypatch):
+    """Without event->id (some pyverbs builds) the server announces on the client's first
+    message and finds a disconnected peer by probing all connections."""
+    from conftest import RdmaServer
+
+    monkeypatch.setenv("PYKV_SOFTRDMA_UNATTRIBUTED", "1")
+    with RdmaServer(fabric_dir, keepalive=30) as srv:
+        keep = RdmaSocket("127.0.0.1", srv.port, timeout=20)
+        gone = RdmaSocket("127.0.0.1", srv.port, timeout=20)
+        assert keep.call("PING") == b"+PONG\r\n" and gone.call("PING") == b"+PONG\r\n"
+        gone.close()   # DISCONNECTED arrives without its connection
+        deadline = time.monotonic() + 10
+        while "transport retry counter exceeded" not in srv.log() \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "transport retry counter exceeded" in srv.log()   # the probe found it
+        assert keep.call("PING") == b"+PONG\r\n"
+        keep.close()

@@ -343,7 +343,7 @@ def test_auth_required_can_be_lifted_between_commands():
 args_st = st.lists(st.binary(max_size=40), min_size=1, max_size=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(st.lists(args_st, min_size=1, max_size=6), st.data())
 def test_multibulk_round_trip_any_chunking(commands, data):
     wire = b"".join(encode(*c) for c in commands)
@@ -357,7 +357,7 @@ def quote_inline(arg: bytes) -> bytes:
     return b'"' + b"".join(b"\\x%02x" % b for b in arg) + b'"'
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(args_st)
 def test_inline_round_trip(args):
     line = b" ".join(quote_inline(a) for a in args)
@@ -371,7 +371,7 @@ _TOKENS = [b"*", b"$", b"\r\n", b"\r", b"\n", b"0", b"1", b"2", b"3", b"-", b"+"
 garbage_st = st.lists(st.sampled_from(_TOKENS) | st.binary(max_size=4), max_size=60).map(b"".join)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250, deadline=None, database=None)
 @given(garbage_st, st.data())
 def test_garbage_is_chunking_independent_and_only_raises_protocol_errors(garbage, data):
     whole = outcome([garbage])

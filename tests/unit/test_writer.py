@@ -186,7 +186,7 @@ def as_resp2(v):
     return v
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(values_st)
 def test_round_trip(value):
     wire3 = encode_reply(value, 3)

@@ -1,0 +1,17 @@
+# The request parser's C interface, for the dispatcher (pykv/server/_core.pyx).
+cdef class RequestParser:
+    cdef bytearray buf
+    cdef Py_ssize_t pos
+    cdef long long multibulklen
+    cdef long long bulklen
+    cdef list argv
+    cdef public long long max_bulk_len
+    cdef public bint auth_required
+
+    cpdef feed(self, data)
+    cpdef Py_ssize_t buffered(self)
+    cpdef compact(self)
+    cpdef reset(self)
+    cpdef object get_command(self)
+    cdef list _inline(self)
+    cdef list _multibulk(self)

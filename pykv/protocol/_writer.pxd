@@ -1,0 +1,2 @@
+# The reply writer's C interface, for the dispatcher (pykv/server/_core.pyx).
+cpdef void write_reply(bytearray out, object v, int resp) except *

@@ -1,0 +1,268 @@
+# cython: language_level=3
+"""The dispatcher's hot path in Cython: per-command checks, call bookkeeping, replies.
+
+Three extension base classes hold the fields the hot path reads for every command as C
+struct members, so reading them costs a pointer load instead of a Python attribute lookup:
+
+* ``CommandCore`` — a command's handler, arity, the flags the dispatcher checks, and its
+  ``INFO commandstats`` counters (``pykv.commands.registry.Command`` adds the metadata);
+* ``ServerCore`` — the server state every command touches (``pykv.server.server.Server``
+  adds everything else);
+* ``ClientCore`` — a connection's protocol state, plus the dispatcher itself:
+  ``on_data`` → ``process_input`` → ``execute`` (Redis's ``processCommand`` checks, in
+  Redis's order) → ``call`` (Redis's ``call()``: run, time, count, propagate, reply) →
+  ``flush`` once per read batch (``pykv.server.client.Client`` adds the rest).
+
+All fields are ``public``: Python code reads and writes them as ordinary attributes, and
+the Python subclasses may add any attributes of their own.
+"""
+import logging
+import time
+
+from pykv import errors
+from pykv.protocol._parser import ProtocolError
+from pykv.protocol.types import QUEUED, ErrorReply
+
+from pykv.protocol._parser cimport RequestParser
+from pykv.protocol._writer cimport write_reply
+
+log = logging.getLogger("pykv")
+_perf_ns = time.perf_counter_ns
+cdef type _ErrorReply = ErrorReply
+cdef object _QUEUED = QUEUED
+
+
+class NoReply:
+    """Returned by a handler that has written its reply itself (or must send none)."""
+
+    def __repr__(self):
+        return "NO_REPLY"
+
+
+NO_REPLY = NoReply()
+cdef object _NO_REPLY = NO_REPLY
+
+# CLIENT REPLY modes (REPLY_ON is the fast path: replies go straight into the buffer)
+REPLY_ON, REPLY_OFF, REPLY_SKIP_NEXT, REPLY_SKIP = 0, 1, 2, 3
+
+# Commands that run at once even inside MULTI (the rest are queued).
+MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+
+
+cdef class CommandCore:
+    """What the dispatcher needs of a command, as C fields."""
+
+    cdef public object handler
+    cdef public str fullname
+    cdef public dict subcommands
+    cdef public int arity
+    cdef public long long calls, usec, rejected_calls, failed_calls
+    cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
+    cdef public bint no_propagate, multi_immediate
+
+    def reset_stats(self):
+        self.calls = self.usec = self.rejected_calls = self.failed_calls = 0
+        for sub in self.subcommands.values():
+            sub.reset_stats()
+
+
+cdef class ServerCore:
+    """The server state the per-command path reads and updates."""
+
+    cdef public object config, clock, commands, propagate, busy_script, tracking, aof
+    cdef public object blocking, ready_keys, keyspace_notifier
+    cdef public dict command_lookup
+    cdef public list monitors
+    cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
+    cdef public long long stat_net_input_bytes, stat_net_output_bytes
+    cdef public long long stat_keyspace_hits, stat_keyspace_misses
+    cdef public bint pause_active
+
+
+cdef class ClientCore:
+    """A connection's protocol state and the command dispatcher."""
+
+    cdef public ServerCore server
+    cdef public object conn, db, multi, blocked, last_cmd, propagate_override
+    cdef public RequestParser parser
+    cdef public bytearray out
+    cdef public long long id, net_in, net_out
+    cdef public int resp, db_index, reply_mode
+    cdef public bint authenticated, closing, closed, paused, deny_blocking, multi_dirty
+    cdef public set channels, patterns, shard_channels
+    cdef public double last_interaction
+
+    # -- transport callbacks -----------------------------------------------------------
+    def on_data(self, bytes data):
+        if self.closing:
+            return
+        cdef Py_ssize_t n = len(data)
+        self.net_in += n
+        self.server.stat_net_input_bytes += n
+        self.last_interaction = time.time()
+        self.parser.feed(data)
+        self.process_input()
+        self.flush()
+
+    # -- processing --------------------------------------------------------------------
+    cpdef process_input(self):
+        """Run every complete command in the query buffer (until blocked or paused)."""
+        cdef RequestParser parser = self.parser
+        cdef object argv
+        # one clock reading per batch: commands of one read see the same "now", as the
+        # commands of one event-loop iteration do in Redis for expiry purposes
+        self.server.clock.update()
+        while not self.closing and self.blocked is None and not self.paused:
+            try:
+                argv = parser.get_command()
+            except ProtocolError as exc:
+                self.protocol_error(str(exc))
+                return
+            if argv is None:
+                break
+            self.execute(argv)
+        if parser.buffered() > self.server.config.client_query_buffer_limit:
+            log.warning("Closing client that reached max query buffer length: id=%d", self.id)
+            self.closing = True
+            self.close_now()
+            return
+        parser.compact()
+
+    cpdef execute(self, list argv):
+        """Redis's processCommand: look up, check, queue or run one command."""
+        cdef ServerCore server = self.server
+        cdef CommandCore cmd
+        cdef CommandCore sub
+        cdef Py_ssize_t argc = len(argv)
+        cdef int arity
+        # the name as sent is tried first (cached per spelling), so "GET" and "get" skip
+        # the lower() of every command
+        found = server.command_lookup.get(argv[0])
+        if found is None:
+            found = server.commands.get(argv[0].lower())
+            if found is None:
+                self.reject(errors.unknown_command(argv), None)
+                return
+            if len(server.command_lookup) < 4096:
+                server.command_lookup[argv[0]] = found
+        cmd = <CommandCore>found
+        if cmd.subcommands:
+            if argc >= 2:
+                found = cmd.subcommands.get(argv[1].lower())
+                if found is None:
+                    self.reject(errors.unknown_subcommand(argv[1], argv[0]), None)
+                    return
+                cmd = <CommandCore>found
+        elif cmd.handler is None:
+            self.reject(errors.unknown_command(argv), None)
+            return
+        arity = cmd.arity
+        if (arity > 0 and argc != arity) or argc < -arity:
+            self.reject(errors.wrong_arity(cmd.fullname), cmd)
+            return
+        if not self.authenticated and not cmd.no_auth:
+            self.reject(errors.NOAUTH, cmd)
+            return
+        if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
+                and not cmd.pubsub_ok:
+            self.reject(errors.pubsub_context(cmd.fullname), cmd)
+            return
+        if server.busy_script is not None and not cmd.allow_busy:  # a script past its limit
+            self.reject(server.busy_script.busy_error, cmd)
+            return
+        if self.multi is not None and not cmd.multi_immediate:
+            if cmd.no_multi:
+                self.reject(errors.NOT_IN_MULTI, cmd)
+                return
+            self.multi.append((cmd, argv))
+            self.add_reply(_QUEUED)
+            return
+        if server.pause_active and server.should_pause(self, cmd):
+            server.postpone(self, argv)
+            return
+        self.call(cmd, argv)
+        if server.ready_keys:  # keys that blocked clients wait on were written
+            server.blocking.handle_ready_keys()
+
+    cpdef reject(self, err, cmd):
+        """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""
+        if cmd is not None:
+            (<CommandCore>cmd).rejected_calls += 1
+        if self.multi is not None:
+            self.multi_dirty = True
+        self.server.count_error(err)
+        self.add_reply(err)
+
+    cpdef call(self, CommandCore cmd, list argv):
+        """Run the handler with the bookkeeping Redis's ``call()`` does."""
+        cdef ServerCore server = self.server
+        cdef long long dirty = server.dirty
+        cdef int db_id = self.db_index
+        cdef long long start, elapsed
+        tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
+        if tracking is not None:
+            tracking.enter(self)
+        start = _perf_ns()
+        try:
+            reply = cmd.handler(self, argv)
+        except ErrorReply as exc:
+            reply = exc
+        except Exception:  # a bug must never take the server down
+            log.exception("Internal error running %r", argv[:1])
+            reply = ErrorReply(b"ERR internal error while running the command")
+        elapsed = _perf_ns() - start
+        if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
+            self.propagate_effects(db_id, argv)
+        if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
+            server.feed_monitors(self, argv)
+        cmd.calls += 1
+        cmd.usec += elapsed // 1000
+        server.stat_numcommands += 1
+        self.last_cmd = cmd
+        if type(reply) is _ErrorReply:
+            cmd.failed_calls += 1
+            server.count_error(reply)
+        if elapsed >= server.slowlog_threshold_ns and not cmd.skip_slowlog:
+            server.slowlog_push(self, argv, elapsed // 1000)
+        if reply is not _NO_REPLY:
+            if self.reply_mode == 0:
+                write_reply(self.out, reply, self.resp)
+            else:
+                self.add_reply(reply)
+        if tracking is not None:  # keys read, and this client's invalidations after its reply
+            tracking.leave(self, cmd, argv)
+        return reply
+
+    def propagate_effects(self, int db_id, list argv):
+        """Hand the command (or what it asked to be logged as) to the AOF."""
+        propagate = self.server.propagate
+        override = self.propagate_override
+        if override is None:
+            propagate(db_id, argv)
+            return
+        self.propagate_override = None
+        for command in override:
+            propagate(db_id, command)
+
+    # -- replies -----------------------------------------------------------------------
+    def add_reply(self, reply):
+        if self.reply_mode == 0:
+            write_reply(self.out, reply, self.resp)
+        elif self.reply_mode == 2:  # REPLY_SKIP_NEXT: skip the reply after this one
+            self.reply_mode = 3
+        elif self.reply_mode == 3:  # REPLY_SKIP: this reply is the skipped one
+            self.reply_mode = 0
+
+    def flush(self):
+        """Write the AOF (fsynced under "always") first, then this client's replies."""
+        cdef bytearray out = self.out
+        aof = self.server.aof
+        if aof is not None and aof.buf:
+            aof.flush_before_replies()
+        if out and self.conn is not None and not self.closed:
+            self.out = bytearray()
+            self.net_out += len(out)
+            self.server.stat_net_output_bytes += len(out)
+            self.conn.write(out)
+        if self.closing and not self.closed:
+            self.close_now()
