@@ -99,6 +99,9 @@ async def run_server(config: Config) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown_signal, sig)
+    # a file-size limit (ulimit -f) must fail the write with EFBIG, not kill the server:
+    # persistence then reports the error (MISCONF) and keeps the previous good file
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     _formatter.role = "M"
     log.info("Running mode=standalone, port=%d.", config.port)
     log.warning("Server initialized")

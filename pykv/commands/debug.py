@@ -11,6 +11,8 @@ all-zeros for an empty dataset like Redis's, but not the same hex as Redis's.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import logging
 import os
@@ -155,12 +157,37 @@ def _error(c, argv):
 
 
 def _value_digest(value) -> bytes:
+    """A digest of a value's contents that ignores unordered types' iteration order and
+    encodings, so it is equal exactly when the data is (after a reload too)."""
     if isinstance(value, (bytes, bytearray)):
-        payload = bytes(value)
+        return hashlib.sha1(b"string:" + bytes(value)).digest()
+    from pykv.protocol import format_double
+    from pykv.storage import value_types as vt
+
+    kind = value.type_name
+    acc = bytearray(hashlib.sha1(kind).digest())
+    if kind == b"list":
+        h = hashlib.sha1()
+        for item in vt.list_items(value):
+            h.update(b"%d:" % len(item) + item)
+        _mix(acc, h.digest())
+    elif kind == b"set":
+        for member in vt.set_members(value):
+            _mix(acc, hashlib.sha1(member).digest())
+    elif kind == b"hash":
+        for field, val in vt.hash_items(value):
+            _mix(acc, hashlib.sha1(b"%d:" % len(field) + field + val).digest())
+    elif kind == b"zset":
+        for member, score in vt.zset_items(value):
+            _mix(acc, hashlib.sha1(b"%d:" % len(member) + member + format_double(score))
+                 .digest())
     else:
         dump = getattr(value, "digest_bytes", None)
-        payload = dump() if dump is not None else repr(value).encode()
-    return hashlib.sha1(payload).digest()
+        if dump is None:
+            raise ErrorReply(b"ERR DEBUG DIGEST does not support values of type "
+                             + kind)
+        _mix(acc, hashlib.sha1(dump()).digest())
+    return bytes(acc)
 
 
 def _mix(acc: bytearray, data: bytes) -> None:
@@ -279,3 +306,9 @@ _SUBCOMMANDS = {
     (b"replybuffer", 4): _replybuffer,
     (b"stringmatch-test", 2): _stringmatch_test,
 }
+
+
+def register_subcommand(name: bytes, argc: int, handler: Any) -> None:
+    """Let another family add a DEBUG subcommand (argc -1: three arguments or more)."""
+    _SUBCOMMANDS[(name, argc)] = handler
+

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pykv import errors
 from pykv.commands.args import to_int
+from pykv.commands.debug import register_subcommand
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.notify import notify
@@ -139,3 +140,36 @@ def bgrewriteaof(c, argv):
 
 AOF_REWRITE_STARTED = SimpleString(b"Background append only file rewriting started")
 AOF_REWRITE_SCHEDULED = SimpleString(b"Background append only file rewriting scheduled")
+
+
+def debug_reload(c, argv):
+    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty the keyspace, load the file."""
+    merge = noflush = nosave = False
+    for opt in argv[2:]:
+        low = opt.lower()
+        if low == b"merge":
+            merge = True
+        elif low == b"noflush":
+            noflush = True
+        elif low == b"nosave":
+            nosave = True
+        else:
+            return ErrorReply(b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE "
+                              b"options.")
+    server = c.server
+    rdb = server.persistence
+    if not nosave and not rdb.save():
+        return ErrorReply(b"ERR Error trying to save the DB")
+    if not noflush:
+        for db in server.dbs:
+            db.clear()
+    try:
+        rdb.load(replace=merge or not noflush)
+    except (RdbFormatError, OSError):
+        return ErrorReply(b"ERR Error trying to load the RDB dump, check server logs.")
+    return OK
+
+
+register_subcommand(b"reload", 2, debug_reload)
+register_subcommand(b"reload", -1, debug_reload)
+

@@ -17,7 +17,7 @@ from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply, SimpleString, encode_reply
 from pykv.protocol.types import RawReply
-from pykv.server.blocking import TIMEOUT_NEGATIVE, TIMEOUT_OUT_OF_RANGE, block_for_keys
+from pykv.server.blocking import TIMEOUT_NEGATIVE, block_for_keys
 from pykv.server.notify import notify
 from pykv.storage.stream_type import (
     INVALID_ENTRIES_READ,
@@ -30,9 +30,11 @@ from pykv.storage.stream_type import (
     Nack,
     StreamID,
     StreamValue,
+    claim_command,
     decr_id,
     format_id,
     incr_id,
+    setid_command,
 )
 
 WRONGTYPE = errors.WRONGTYPE
@@ -78,8 +80,6 @@ BUSYGROUP = ErrorReply(b"BUSYGROUP Consumer Group name already exists")
 ENTRIES_ADDED_NEGATIVE = ErrorReply(b"ERR entries_added must be positive")
 XSETID_BELOW_MAXDEL_ARG = ErrorReply(
     b"ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
-XSETID_BELOW_MAXDEL = ErrorReply(
-    b"ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
 XSETID_BELOW_TOP = ErrorReply(
     b"ERR The ID specified in XSETID is smaller than the target stream top item")
 XSETID_ADDED_TOO_SMALL = ErrorReply(
@@ -207,6 +207,12 @@ def _get_stream(c: Any, key: bytes) -> StreamValue | None:
     raise WRONGTYPE
 
 
+def _in_script(c: Any) -> bool:
+    from pykv.scripting.engine import ScriptClient
+
+    return isinstance(c, ScriptClient)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -241,19 +247,23 @@ def _event(c: Any, event: bytes, key: bytes) -> None:
         notify(c.server, "t", event, key, c.db.id)
 
 
-def _create_consumer(c: Any, group: Group, name: bytes, key: bytes) -> Consumer | None:
+def _create_consumer(c: Any, group: Group, name: bytes, key: bytes,
+                     effects: list | None = None) -> Consumer | None:
     """``streamCreateConsumer``: None when it exists; dirty and event when created."""
     consumer = group.create_consumer(name, _now_ms())
     if consumer is not None:
         c.server.dirty += 1
         _event(c, b"xgroup-createconsumer", key)
+        if effects is not None:
+            effects.append([b"XGROUP", b"CREATECONSUMER", key, group.name, name])
     return consumer
 
 
-def _lookup_or_create_consumer(c: Any, group: Group, name: bytes, key: bytes) -> Consumer:
+def _lookup_or_create_consumer(c: Any, group: Group, name: bytes, key: bytes,
+                               effects: list | None = None) -> Consumer:
     consumer = group.consumers.get(name)
     if consumer is None:
-        consumer = _create_consumer(c, group, name, key)
+        consumer = _create_consumer(c, group, name, key, effects)
     consumer.seen_time = _now_ms()
     return consumer
 
@@ -391,8 +401,17 @@ def xadd(c, argv):
     db.modified(key)
     _event(c, b"xadd", key)
     c.server.dirty += 1
-    if args.strategy is not None and _trim(s, args):
+    trimmed = args.strategy is not None and _trim(s, args)
+    if trimmed:
         _event(c, b"xtrim", key)
+    if not (args.id_given and args.seq_given) or args.strategy is not None:
+        # replay must not depend on the clock or on node boundaries: the ID made, then
+        # the length the trim left
+        nomk = [b"NOMKSTREAM"] if args.nomkstream else []
+        cmds = [[b"XADD", key, *nomk, format_id(sid), *fields]]
+        if trimmed:
+            cmds.append([b"XTRIM", key, b"MAXLEN", b"%d" % s.length])
+        c.propagate_as(*cmds)
     c.server.blocking.signal_key_as_ready(db, key)
     return format_id(sid)
 
@@ -409,6 +428,8 @@ def xtrim(c, argv):
         _event(c, b"xtrim", key)
         c.db.modified(key)
         c.server.dirty += deleted
+        if args.approx:
+            c.propagate_as([b"XTRIM", key, b"MAXLEN", b"%d" % s.length])
     return deleted
 
 
@@ -449,7 +470,8 @@ def xrevrange(c, argv):
 
 
 def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
-             consumer: Consumer | None, noack: bool) -> list:
+             consumer: Consumer | None, noack: bool, key: bytes = b"",
+             effects: list | None = None) -> list:
     """``streamReplyWithRange`` from ``start`` on, updating the group as Redis does."""
     out = []
     now = _now_ms()
@@ -472,11 +494,16 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
                     nack.delivery_time = now
                     nack.delivery_count = 1
                 consumer.pel[sid] = nack
+                if effects is not None:
+                    effects.append(claim_command(key, group, sid, nack))
         out.append(_entry(sid, flat))
+    if group is not None and out and effects is not None:
+        effects.append(setid_command(key, group))
     return out
 
 
-def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer) -> list:
+def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer,
+             key: bytes, group: Group, effects: list) -> list:
     """``streamReplyWithRangeFromConsumerPEL``: the consumer's own pending entries."""
     out: list = []
     now = _now_ms()
@@ -490,6 +517,7 @@ def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer) ->
             nack = consumer.pel[sid]
             nack.delivery_time = now
             nack.delivery_count += 1
+            effects.append(claim_command(key, group, sid, nack))
             out.append(_entry(sid, flat))
     return out
 
@@ -503,9 +531,8 @@ def _parse_block_ms(arg: bytes) -> int:
         raise TIMEOUT_NEGATIVE
     if value > 0:
         now = _now_ms()
-        if value > LLONG_MAX - now:
-            raise TIMEOUT_OUT_OF_RANGE
-        value += now
+        # Redis 7.0 does not range-check here; a deadline past the end of time never comes
+        value = 0 if value > LLONG_MAX - now else value + now
     return value
 
 
@@ -522,8 +549,8 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         more = argc - i - 1
         opt = argv[i].lower()
         if opt == b"block" and more:
-            if getattr(c, "is_script_client", False):
-                raise ErrorReply(argv[0] + b" command is not allowed with BLOCK option "
+            if _in_script(c):
+                raise ErrorReply(b"ERR " + argv[0] + b" command is not allowed with BLOCK option "
                                  b"from scripts")
             i += 1
             timeout = _parse_block_ms(argv[i])
@@ -576,6 +603,7 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         else:
             ids.append(strict_id(id_arg))
     pairs: list[tuple[bytes, Any]] = []
+    effects: list[list[bytes]] = []
     for n, key in enumerate(keys):
         s = _get_stream(c, key)
         if s is None:
@@ -597,15 +625,17 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         start = incr_id(gt) or MIN_ID
         consumer = None
         if group is not None:
-            consumer = _lookup_or_create_consumer(c, group, consumername, key)
+            consumer = _lookup_or_create_consumer(c, group, consumername, key, effects)
             if history:
-                entries = _history(s, start, count, consumer)
+                entries = _history(s, start, count, consumer, key, group, effects)
             else:
-                entries = _deliver(s, start, count, group, consumer, noack)
+                entries = _deliver(s, start, count, group, consumer, noack, key, effects)
             c.server.dirty += 1
         else:
             entries = _deliver(s, start, count, None, None, False)
         pairs.append((key, entries))
+    if xreadgroup:
+        c.propagate_as(*effects)  # never the read itself: replaying it would redeliver
     if pairs:
         return _pairs_reply(c, pairs)
     if timeout == -1:
@@ -638,10 +668,13 @@ def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes 
             return False
         start = incr_id(gt) or MIN_ID
         consumer = None
+        effects: list[list[bytes]] = []
         if group is not None:
-            consumer = _lookup_or_create_consumer(c, group, consumername, key)
-        entries = _deliver(value, start, count, group, consumer, noack)
+            consumer = _lookup_or_create_consumer(c, group, consumername, key, effects)
+        entries = _deliver(value, start, count, group, consumer, noack, key, effects)
         c.add_reply(_pairs_reply(c, [(key, entries)]))
+        for cmd in effects:
+            c.propagate_now(cmd)
         return True
 
     return serve
@@ -716,8 +749,6 @@ def xsetid(c, argv):
             raise XSETID_BELOW_TOP
         if entries_added != -1 and s.length > entries_added:
             raise XSETID_ADDED_TOO_SMALL
-    if sid < s.max_deleted:
-        raise XSETID_BELOW_MAXDEL
     s.last_id = sid
     if entries_added != -1:
         s.entries_added = entries_added
@@ -940,9 +971,11 @@ def xclaim(c, argv):
         else:
             raise ErrorReply(b"ERR Unrecognized XCLAIM option '" + argv[j] + b"'")
         j += 1
+    effects: list[list[bytes]] = []
     if last_id > group.last_id:
         group.last_id = last_id
         c.server.dirty += 1
+        effects.append(setid_command(key, group))
     if deliverytime == -1 or deliverytime < 0 or deliverytime > now:
         deliverytime = now
     consumer = None
@@ -953,6 +986,7 @@ def xclaim(c, argv):
             if nack is not None:
                 group.ack(sid)
                 c.server.dirty += 1
+                effects.append([b"XACK", key, groupname, format_id(sid)])
             continue
         if force and nack is None:
             nack = group.pel[sid] = Nack(None, now, 1)
@@ -961,7 +995,7 @@ def xclaim(c, argv):
         if nack.consumer is not None and minidle and now - nack.delivery_time < minidle:
             continue
         if consumer is None:
-            consumer = _lookup_or_create_consumer(c, group, argv[3], key)
+            consumer = _lookup_or_create_consumer(c, group, argv[3], key, effects)
         if nack.consumer is not consumer and nack.consumer is not None:
             nack.consumer.pel.pop(sid, None)
         nack.delivery_time = deliverytime
@@ -974,6 +1008,8 @@ def xclaim(c, argv):
             nack.consumer = consumer
         out.append(format_id(sid) if justid else _entry(sid, s.get(sid)))
         c.server.dirty += 1
+        effects.append(claim_command(key, group, sid, nack))
+    c.propagate_as(*effects)
     return out
 
 
@@ -1017,6 +1053,7 @@ def xautoclaim(c, argv):
     pel = group.pel
     pending = iter(list(pel.irange(minimum=start)))
     cursor = MIN_ID
+    effects: list[list[bytes]] = []
     while True:
         if not attempts or not count:
             cursor = next(pending, MIN_ID)
@@ -1029,13 +1066,14 @@ def xautoclaim(c, argv):
         if s.get(sid) is None:
             group.ack(sid)
             c.server.dirty += 1
+            effects.append([b"XACK", key, groupname, format_id(sid)])
             deleted.append(format_id(sid))
             count -= 1
             continue
         if minidle and now - nack.delivery_time < minidle:
             continue
         if consumer is None:
-            consumer = _lookup_or_create_consumer(c, group, name, key)
+            consumer = _lookup_or_create_consumer(c, group, name, key, effects)
         if nack.consumer is not consumer:
             if nack.consumer is not None:
                 nack.consumer.pel.pop(sid, None)
@@ -1047,6 +1085,8 @@ def xautoclaim(c, argv):
         claimed.append(format_id(sid) if justid else _entry(sid, s.get(sid)))
         count -= 1
         c.server.dirty += 1
+        effects.append(claim_command(key, group, sid, nack))
+    c.propagate_as(*effects)
     return [format_id(cursor), claimed, deleted]
 
 
@@ -1102,10 +1142,10 @@ def xinfo_stream(c, argv):
         full = False
     elif len(opts) in (1, 3):
         if opts[0].lower() != b"full":
-            raise SYNTAX
+            raise _subcommand_syntax(argv, b"XINFO")
         if len(opts) == 3:
             if opts[1].lower() != b"count":
-                raise SYNTAX
+                raise _subcommand_syntax(argv, b"XINFO")
             count = _int(opts[2])
             if count < 0:
                 count = 10

@@ -263,8 +263,8 @@ def _rewrite_bind(entry: ConfigEntry, name: str, value: Any) -> Rewrite:
 
 # save: [(seconds, changes), ...]
 def _parse_save(entry: ConfigEntry, args: list[str], current: Any) -> list[tuple[int, int]]:
-    if len(args) == 1 and args[0] == "":
-        args = []
+    if len(args) == 1:
+        args = args[0].split()  # one quoted argument holds all points: --save "3600 1"
     if len(args) % 2:
         raise ConfigError("Invalid save parameters")
     numbers = []

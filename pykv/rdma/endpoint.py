@@ -57,7 +57,10 @@ class Endpoint:
         self.qp.req_notify()
 
     def established(self, now: float = 0.0) -> str | None:
-        return self._guard(lambda: self.session.on_established(now))
+        def go() -> None:
+            self.session.on_established(now)
+            self._execute()   # the RegisterXferMemory leaves now, not with the next batch
+        return self._guard(go)
 
     # -- the CQ handler -----------------------------------------------------------------
     def handle_completions(self) -> str | None:

@@ -58,7 +58,7 @@ cdef class CommandCore:
     cdef public int arity
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
-    cdef public bint no_propagate, multi_immediate
+    cdef public bint no_propagate, multi_immediate, is_write
 
     def reset_stats(self):
         self.calls = self.usec = self.rejected_calls = self.failed_calls = 0
@@ -71,12 +71,24 @@ cdef class ServerCore:
 
     cdef public object config, clock, commands, propagate, busy_script, tracking, aof
     cdef public object blocking, ready_keys, keyspace_notifier
+    # the MISCONF error while persistence is failing and writes must be refused, else None
+    cdef public object deny_write_error
     cdef public dict command_lookup
     cdef public list monitors
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
     cdef public long long stat_net_input_bytes, stat_net_output_bytes
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
     cdef public bint pause_active
+
+
+cdef bint _queues_a_write(object queued):
+    """Whether a MULTI queue holds a write command (EXEC is then a write, for MISCONF)."""
+    if not queued:
+        return False
+    for entry in queued:
+        if (<CommandCore>entry[0]).is_write:
+            return True
+    return False
 
 
 cdef class ClientCore:
@@ -162,6 +174,11 @@ cdef class ClientCore:
             return
         if not self.authenticated and not cmd.no_auth:
             self.reject(errors.NOAUTH, cmd)
+            return
+        if server.deny_write_error is not None and (
+                cmd.is_write or cmd.fullname == "ping"
+                or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
+            self.reject(server.deny_write_error, cmd)
             return
         if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
                 and not cmd.pubsub_ok:

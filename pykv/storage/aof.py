@@ -113,6 +113,7 @@ class AppendOnlyFile:
         self.current_size = 0
         self.base_size = 0  # size of the AOF after the last rewrite (auto-rewrite growth)
         self.last_write_ok = True
+        self.last_error = ""
         self.last_fsync = time.monotonic()
         self.rewrite_pid = -1
         self.rewrite_started = 0.0
@@ -334,20 +335,25 @@ class AppendOnlyFile:
         if not self.buf or self.fd < 0:
             return
         data, self.buf = self.buf, bytearray()
+        view = memoryview(data)
         try:
-            view = memoryview(data)
             while view:
                 n = os.write(self.fd, view)
                 view = view[n:]
-            self.last_write_ok = True
         except OSError as exc:
-            # Redis keeps the data and retries; replies are still sent, as Redis does for
-            # everysec/no, and the error state blocks writes (MISCONF-like) via INFO
+            # like Redis: keep what was not written and retry later; meanwhile writes are
+            # refused with MISCONF (update_write_denial)
             log.warning("Error writing to the AOF file: %s", exc.strerror)
-            self.buf = bytearray(data) + self.buf
+            self.current_size += len(data) - len(view)
+            self.buf = bytearray(view) + self.buf
             self.last_write_ok = False
+            self.last_error = exc.strerror or str(exc)
+            self.server.persistence.update_write_denial()
             return
         self.current_size += len(data)
+        if not self.last_write_ok:
+            self.last_write_ok = True
+            self.server.persistence.update_write_denial()
         policy = self.server.config.appendfsync
         if policy == "always":
             self._fsync_now()

@@ -36,6 +36,10 @@ def key_commands(key: bytes, value: Any) -> list[list[bytes]]:
         flat = [x for member, score in vt.zset_items(value)
                 for x in (format_double(score), member)]
         return _batched([b"ZADD", key], flat, 2)
+    if kind == b"stream":
+        from pykv.storage.stream_type import rewrite_commands
+
+        return rewrite_commands(key, value)
     raise TypeError(f"cannot rewrite a value of type {kind!r} as commands")
 
 

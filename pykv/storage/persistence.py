@@ -17,10 +17,18 @@ import signal
 import time
 from typing import Any
 
+from pykv.protocol import ErrorReply
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import LoadedKey, parse, serialize, write_atomically
 
 log = logging.getLogger("pykv")
+
+MISCONF_RDB = ErrorReply(
+    b"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist "
+    b"to disk. Commands that may modify the data set are disabled, because this instance is "
+    b"configured to report errors during writes if RDB snapshotting fails "
+    b"(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the "
+    b"RDB error.")
 
 
 class RdbPersistence:
@@ -77,6 +85,7 @@ class RdbPersistence:
             return False
         log.info("DB saved on disk")
         self._saved(time.time())
+        self.update_write_denial()
         return True
 
     def _saved(self, when: float, dirty_before: int | None = None) -> None:
@@ -150,6 +159,7 @@ class RdbPersistence:
             else:
                 log.warning("Background saving error")
             self.last_bgsave_ok = False
+        self.update_write_denial()
         if self.bgsave_scheduled:
             self.bgsave_scheduled = False
             self.bgsave()
@@ -175,6 +185,7 @@ class RdbPersistence:
 
     def cron(self) -> None:
         self.check_child()
+        self.update_write_denial()
         if self.child_running:
             return
         server = self.server
@@ -193,9 +204,23 @@ class RdbPersistence:
         return (getattr(cfg, "stop_writes_on_bgsave_error", True) and bool(cfg.save)
                 and not self.last_bgsave_ok)
 
+    def update_write_denial(self) -> None:
+        """Keep ``server.deny_write_error`` in step (Redis's writeCommandsDeniedByDiskError)."""
+        server = self.server
+        if self.writes_denied():
+            server.deny_write_error = MISCONF_RDB
+        elif not server.aof.last_write_ok and server.aof.enabled:
+            server.deny_write_error = ErrorReply(
+                b"MISCONF Errors writing to the AOF file: " + server.aof.last_error.encode())
+        else:
+            server.deny_write_error = None
+
     # -- loading --------------------------------------------------------------------------
-    def load(self) -> bool:
-        """Load ``dir/dbfilename`` into the (empty) databases; False if there is none."""
+    def load(self, replace: bool = True) -> bool:
+        """Load ``dir/dbfilename`` into the databases; False if there is none.
+
+        A key already present is overwritten, or (``replace`` False: DEBUG RELOAD NOFLUSH
+        without MERGE) makes the load fail as a duplicate, as in Redis."""
         path = self.path
         try:
             with open(path, "rb") as fh:
@@ -220,6 +245,8 @@ class RdbPersistence:
                 expired += 1
                 return
             db = server.dbs[item.db]
+            if not replace and item.key in db.data:
+                raise RdbFormatError(f"Duplicate key '{item.key!r}' found in RDB file")
             db.data[item.key] = item.value
             if item.expire_ms >= 0:
                 db.expires[item.key] = item.expire_ms

@@ -663,3 +663,39 @@ def load_stream(r: Any, type_byte: int, config: Any) -> StreamValue:
         if any(nack.consumer is None for nack in group.pel.values()):
             raise RdbFormatError("group PEL entry without a consumer")
     return s
+
+
+# -- AOF ------------------------------------------------------------------------------------
+def claim_command(key: bytes, group: Group, sid: StreamID, nack: Nack) -> list[bytes]:
+    """The XCLAIM that recreates one pending entry exactly (owner, time, count)."""
+    return [b"XCLAIM", key, group.name, nack.consumer.name, b"0", format_id(sid), b"TIME",
+            b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
+            b"FORCE", b"JUSTID"]
+
+
+def setid_command(key: bytes, group: Group) -> list[bytes]:
+    return [b"XGROUP", b"SETID", key, group.name, format_id(group.last_id), b"ENTRIESREAD",
+            b"%d" % group.entries_read]
+
+
+def rewrite_commands(key: bytes, s: StreamValue) -> list[list[bytes]]:
+    """Commands that rebuild ``s`` (AOF rewrite without an RDB preamble)."""
+    cmds: list[list[bytes]] = []
+    entries = s.range(MIN_ID, MAX_ID)
+    if entries:
+        for sid, flat in entries:
+            cmds.append([b"XADD", key, format_id(sid), *flat])
+    else:  # an empty stream still exists: add one entry and trim it away at once
+        cmds.append([b"XADD", key, b"MAXLEN", b"0", format_id(max(s.last_id, (0, 1))),
+                     b"x", b"y"])
+    cmds.append([b"XSETID", key, format_id(s.last_id), b"ENTRIESADDED",
+                 b"%d" % s.entries_added, b"MAXDELETEDID", format_id(s.max_deleted)])
+    for group in s.sorted_groups():
+        cmds.append([b"XGROUP", b"CREATE", key, group.name, format_id(group.last_id),
+                     b"ENTRIESREAD", b"%d" % group.entries_read])
+        for consumer in group.sorted_consumers():
+            cmds.append([b"XGROUP", b"CREATECONSUMER", key, group.name, consumer.name])
+        for sid, nack in group.pel.items():
+            if s.get(sid) is not None:
+                cmds.append(claim_command(key, group, sid, nack))
+    return cmds

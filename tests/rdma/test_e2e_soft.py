@@ -330,3 +330,16 @@ def test_unattributed_cm_events_fallbacks(fabric_dir, monkeypatch):
         assert "transport retry counter exceeded" in srv.log()   # the probe found it
         assert keep.call("PING") == b"+PONG\r\n"
         keep.close()
+
+
+def test_server_announces_on_established_without_waiting(rdma_server):
+    """The server's RegisterXferMemory follows ESTABLISHED at once, whatever the client does
+    (a client that waits for it before announcing its own window must not hang)."""
+    peer = RawPeer("127.0.0.1", rdma_server.port)
+    try:
+        assert peer.wait(lambda: peer.peer_window is not None, 5)
+        assert peer.peer_window.length == 65536
+        assert peer.messages[0] == m.RegisterXferMemory(
+            peer.peer_window.addr, 65536, peer.peer_window.rkey).encode()
+    finally:
+        peer.close()

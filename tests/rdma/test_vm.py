@@ -38,12 +38,12 @@ def test_pyverbs_backend_in_soft_roce_vm():
                                text=True, timeout=1200, env=dict(os.environ, WORK=WORK))
         assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     python = os.path.join(ROOT, ".venv", "bin", "python")
-    cmd = (f"cd {ROOT} && {python} -m pytest -q -p no:cacheprovider -rs "
+    cmd = (f"cd {ROOT} && {python} -m pytest -q -p no:cacheprovider -rs --color=no "
            "tests/rdma/verbs tests/rdma/test_messages.py 2>&1")
     proc = _run_vm(cmd, 1200)
-    out = proc.stdout + proc.stderr
+    out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
     assert proc.returncode == 0, out[-6000:]
     # the inner pytest summary: everything ran (nothing skipped for want of a device)
-    summary = re.findall(r"=+ (.*?) in [\d.]+s", out)
+    summary = re.findall(r"^=* ?(\d+ passed.*?|\d+ failed.*?) in [\d.]+s", out, re.M)
     assert summary and "passed" in summary[-1], out[-3000:]
     assert not re.search(r"failed|skipped|error", summary[-1]), summary[-1]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Build a small Debian 12 (bookworm) VM image that has the soft-RoCE (rdma_rxe)
+# (pykv: adapted from /work/shared/rxe-vm.) Build a small Debian 12 (bookworm) VM image that has the soft-RoCE (rdma_rxe)
 # kernel module + rdma-core userspace + pyverbs, for running RDMA tests under qemu.
 #
 # Fetches ONLY from the Debian package registry configured in /etc/apt on this host
@@ -114,9 +114,6 @@ PY
 
 # --- guest init (PID 1) and test scripts -------------------------------------
 install -m 0755 "$HERE/guest/rxe-init" "$ROOT/sbin/rxe-init"
-mkdir -p "$ROOT/opt/rxetest"
-cp "$HERE"/guest/*.py "$HERE"/guest/*.sh "$ROOT/opt/rxetest/" 2>/dev/null || true
-chmod +x "$ROOT"/opt/rxetest/* || true
 echo "rxevm" > "$ROOT/etc/hostname"
 printf '127.0.0.1 localhost rxevm\n' > "$ROOT/etc/hosts"
 mkdir -p "$ROOT/mnt/proj" "$ROOT/mnt/out"

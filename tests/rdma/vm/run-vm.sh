@@ -3,7 +3,7 @@
 #
 # Usage: run-vm.sh [-p PROJECT_DIR] [-t TIMEOUT_S] [-a kvm|tcg|auto] [COMMAND...]
 #   COMMAND   shell command run inside the VM (as root, cwd=/mnt/proj if -p given);
-#             default: /opt/rxetest/run-tests.sh (rping, ibv_rc_pingpong, perftest, pyverbs)
+#             default: show the RDMA devices (rdma link show; ibv_devinfo)
 #   -p DIR    share DIR read-write into the VM (9p, mount_tag=proj) at /mnt/proj and
 #             at DIR's own absolute path; the command runs with cwd=DIR
 #   -t N      kill the VM after N seconds (default 600)
@@ -25,7 +25,7 @@ while getopts "p:t:a:" o; do
   case $o in p) PROJ=$(cd "$OPTARG" && pwd) ;; t) TMO=$OPTARG ;; a) ACCEL=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND-1))
-CMD="${*:-/opt/rxetest/run-tests.sh}"
+CMD="${*:-rdma link show && ibv_devinfo}"
 
 for f in vmlinuz rootfs.ext4; do
   [ -f "$WORK/$f" ] || { echo "missing $WORK/$f: run build-image.sh first" >&2; exit 2; }

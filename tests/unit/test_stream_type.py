@@ -1,0 +1,200 @@
+"""StreamValue on its own: node layout, listpack sizes, trimming, counters, RDB round trips."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pykv.storage.rdb.encoding import (
+    TYPE_STREAM_LISTPACKS,
+    TYPE_STREAM_LISTPACKS_2,
+    RdbFormatError,
+    RdbReader,
+    RdbWriter,
+    listpack_decode,
+)
+from pykv.storage.stream_type import (
+    INVALID_ENTRIES_READ,
+    MAX_ID,
+    MIN_ID,
+    Group,
+    Nack,
+    StreamValue,
+    _node_listpack,
+    decr_id,
+    encode_id,
+    incr_id,
+    load_stream,
+    save_stream,
+)
+
+
+def _stream(n: int, per_node: int = 100, max_bytes: int = 4096) -> StreamValue:
+    s = StreamValue()
+    for i in range(1, n + 1):
+        s.append((i, 0), [b"f", b"%d" % i], max_bytes, per_node)
+    return s
+
+
+def test_ids_wrap_at_the_edges():
+    assert incr_id((1, 2)) == (1, 3)
+    assert incr_id((1, (1 << 64) - 1)) == (2, 0)
+    assert incr_id(MAX_ID) is None
+    assert decr_id((2, 0)) == (1, (1 << 64) - 1)
+    assert decr_id(MIN_ID) is None
+    assert encode_id((1, 2)) == b"\0" * 7 + b"\1" + b"\0" * 7 + b"\2"
+
+
+def test_nodes_split_by_entries_and_bytes():
+    s = _stream(10, per_node=4)
+    assert [len(node.ids) for node in s.nodes] == [4, 4, 2]
+    big = StreamValue()
+    for i in range(1, 6):
+        big.append((i, 0), [b"f", b"x" * 40], 100, 0)
+    assert [len(node.ids) for node in big.nodes] == [1, 1, 1, 1, 1]
+
+
+def test_computed_listpack_size_matches_encoding():
+    rng = random.Random(3)
+    s = StreamValue()
+    for i in range(300):
+        fields = rng.choice([[b"a", b"1"], [b"a", b"x" * rng.randrange(200)],
+                             [b"b", b"-70000", b"c", b"12345678901234"], [b"a", b"x" * 5000]])
+        s.append((1 << rng.randrange(40) if i == 0 else s.last_id[0] + rng.randrange(3),
+                  i), fields, 4096, 50)
+        if rng.random() < 0.2:
+            s.delete(s.last_id)
+    for node in s.nodes:
+        blob = _node_listpack(node)
+        assert node.lp_bytes() == len(blob)
+        assert int(listpack_decode(blob)[0]) == node.live
+
+
+def test_range_skips_deleted_and_respects_bounds():
+    s = _stream(12, per_node=5)
+    assert s.delete((3, 0)) and not s.delete((3, 0)) and not s.delete((99, 0))
+    ids = [sid for sid, _ in s.range(MIN_ID, MAX_ID)]
+    assert ids == [(i, 0) for i in range(1, 13) if i != 3]
+    assert [sid for sid, _ in s.range((4, 0), (7, 0), rev=True)] == [(7, 0), (6, 0), (5, 0),
+                                                                      (4, 0)]
+    assert [sid for sid, _ in s.range((2, 0), MAX_ID, 2)] == [(2, 0), (4, 0)]
+    assert s.range((9, 0), (2, 0)) == []
+    assert s.get((3, 0)) is None and s.get((4, 0)) == [b"f", b"4"]
+
+
+def test_deleting_a_node_s_last_live_entry_drops_the_node():
+    s = _stream(6, per_node=3)
+    for i in (4, 5, 6):
+        s.delete((i, 0))
+    assert len(s.nodes) == 1 and s.length == 3
+
+
+def test_approximate_trim_removes_whole_nodes_only():
+    s = _stream(10, per_node=4)
+    assert s.trim(7, None, True, 0) == 0  # the first node holds 4: removing it leaves 6
+    assert s.trim(6, None, True, 0) == 4
+    assert s.first_id == (5, 0)
+    assert s.trim(1, None, False, 0) == 5
+    assert s.length == 1 and s.first_id == (10, 0)
+    s = _stream(10, per_node=4)
+    assert s.trim(0, None, True, 3) == 0  # LIMIT smaller than a node
+    assert s.trim(None, (6, 0), False, 0) == 5 and s.first_id == (6, 0)
+
+
+def test_read_counters_follow_redis_rules():
+    s = _stream(4)
+    assert s.estimate_distance((4, 0)) == 4
+    assert s.estimate_distance((9, 0)) == INVALID_ENTRIES_READ
+    assert s.estimate_distance(MIN_ID) == 0
+    assert s.estimate_distance((1, 0)) == 1
+    assert s.estimate_distance((2, 0)) == INVALID_ENTRIES_READ
+    g = Group(b"g", (2, 0), 2)
+    assert s.group_lag(g) == 2
+    s.delete((3, 0))
+    s.max_deleted = (3, 0)
+    assert s.has_tombstones((2, 0)) and not s.has_tombstones((4, 0))
+    assert s.group_lag(g) is None
+    assert StreamValue().group_lag(g) == 0
+
+
+def test_rax_node_count():
+    assert StreamValue().rax_nodes() == 1
+    assert _stream(1).rax_nodes() == 2
+    s = _stream(3, per_node=1)  # keys differ only in byte 7: one compressed node, a branch
+    assert s.rax_nodes() == 1 + 1 + 3 * 2
+
+
+def _roundtrip(s: StreamValue, type_byte: int = TYPE_STREAM_LISTPACKS_2) -> StreamValue:
+    w = RdbWriter()
+    save_stream(w, s)
+    r = RdbReader(bytes(w.buf))
+    loaded = load_stream(r, type_byte, None)
+    assert r.remaining() == 0
+    return loaded
+
+
+def test_rdb_round_trip_keeps_everything():
+    s = _stream(30, per_node=7)
+    s.delete((5, 0))
+    s.max_deleted = (5, 0)
+    g = s.groups[b"g"] = Group(b"g", (9, 0), INVALID_ENTRIES_READ)
+    alice = g.create_consumer(b"alice", 1234)
+    for sid in ((6, 0), (8, 0)):
+        nack = g.pel[sid] = Nack(alice, 99, 3)
+        alice.pel[sid] = nack
+    t = _roundtrip(s)
+    assert t.range(MIN_ID, MAX_ID) == s.range(MIN_ID, MAX_ID)
+    assert [n.ids for n in t.nodes] == [n.ids for n in s.nodes]
+    assert (t.length, t.last_id, t.first_id, t.max_deleted, t.entries_added) == \
+        (s.length, s.last_id, s.first_id, s.max_deleted, s.entries_added)
+    tg = t.groups[b"g"]
+    assert tg.entries_read == INVALID_ENTRIES_READ and tg.last_id == (9, 0)
+    assert tg.consumers[b"alice"].seen_time == 1234
+    assert list(tg.consumers[b"alice"].pel) == [(6, 0), (8, 0)]
+    assert tg.pel[(8, 0)].consumer is tg.consumers[b"alice"]
+    copy = s.copy()
+    copy.groups[b"g"].ack((6, 0))
+    assert (6, 0) in s.groups[b"g"].pel
+
+
+def test_rdb9_stream_derives_the_7_0_fields():
+    s = _stream(5)
+    s.groups[b"g"] = Group(b"g", (5, 0), 5)
+    w = RdbWriter()
+    save_stream(w, s)
+    # the RDB 9 form has no first id / max deleted id / entries added / entries read
+    body = bytes(w.buf)
+    r = RdbReader(body)
+    v2 = load_stream(r, TYPE_STREAM_LISTPACKS_2, None)
+    assert v2.entries_added == 5
+    w9 = RdbWriter()
+    w9.length(len(s.nodes))
+    for node in s.nodes:
+        w9.string(encode_id(node.master))
+        w9.string(_node_listpack(node))
+    for part in (s.length, *s.last_id):
+        w9.length(part)
+    w9.length(1)
+    w9.string(b"g")
+    w9.length(5)
+    w9.length(0)
+    w9.length(0)
+    w9.length(0)
+    v1 = load_stream(RdbReader(bytes(w9.buf)), TYPE_STREAM_LISTPACKS, None)
+    assert v1.first_id == (1, 0) and v1.entries_added == 5
+    assert v1.groups[b"g"].entries_read == 5
+
+
+def test_corrupt_payloads_raise_format_errors():
+    s = _stream(3)
+    w = RdbWriter(compress=False)
+    save_stream(w, s)
+    data = bytes(w.buf)
+    for cut in (5, 20, len(data) - 3):
+        with pytest.raises(RdbFormatError):
+            load_stream(RdbReader(data[:cut]), TYPE_STREAM_LISTPACKS_2, None)
+    bad = bytearray(data)
+    assert bad[-9] == 3  # length, last id, first id, max deleted id, entries added, groups
+    bad[-9] = 7  # the stream length no longer matches the nodes
+    with pytest.raises(RdbFormatError):
+        load_stream(RdbReader(bytes(bad)), TYPE_STREAM_LISTPACKS_2, None)
