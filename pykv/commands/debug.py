@@ -11,12 +11,11 @@ all-zeros for an empty dataset like Redis's, but not the same hex as Redis's.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import hashlib
 import logging
 import os
 import time
+from typing import Any
 
 from pykv import errors
 from pykv.commands.args import to_int

@@ -363,7 +363,7 @@ def test_claim_and_autoclaim(diff):
         ("XCLAIM", "s", "g", "erin", "0", "1-1", "TIME", "99999999999999"),
     ])
     _same_pending(diff, "XPENDING", "s", "g", "-", "+", "10")
-    _same_pending(diff, "XPENDING", "s", "g", "IDLE", "1", "-", "+", "10")
+    _same_pending(diff, "XPENDING", "s", "g", "IDLE", "4000", "-", "+", "10")
     diff.many([
         ("XAUTOCLAIM", "s", "nog", "c", "0", "0"), ("XAUTOCLAIM", "s", "g", "c", "x", "0"),
         ("XAUTOCLAIM", "s", "g", "c", "0", "bad"), ("XAUTOCLAIM", "s", "g", "c", "0", "0",

@@ -15,6 +15,7 @@ import time
 import pytest
 import redis
 from rawpeer import RawPeer
+from rdma_support import RdmaServer
 
 from pykv.rdma import messages as m
 from pykv.rdma import verbs as v
@@ -315,8 +316,6 @@ def test_cli_one_shot(rdma_server):
 def test_unattributed_cm_events_fallbacks(fabric_dir, monkeypatch):
     """Without event->id (some pyverbs builds) the server announces on the client's first
     message and finds a disconnected peer by probing all connections."""
-    from conftest import RdmaServer
-
     monkeypatch.setenv("PYKV_SOFTRDMA_UNATTRIBUTED", "1")
     with RdmaServer(fabric_dir, keepalive=30) as srv:
         keep = RdmaSocket("127.0.0.1", srv.port, timeout=20)

@@ -81,3 +81,12 @@ def test_rdma_port_config_and_runtime_config_set(tmp_path, fabric_dir):
             with pytest.raises(ConnectionRefusedError):
                 RdmaSocket("127.0.0.1", new_port, timeout=5)
             assert s.call("CONFIG", "GET", "rdma-port") == b"*2\r\n$9\r\nrdma-port\r\n$1\r\n0\r\n"
+
+
+def test_importing_pykv_never_needs_pyverbs():
+    code = ("import sys, pykv.net, pykv.server.server, pykv.rdma.client, pykv.rdma.cli; "
+            "assert 'pyverbs' not in sys.modules, 'pyverbs imported'; "
+            "from pykv.net import get_connection_type; print(get_connection_type('rdma').name)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "rdma"
