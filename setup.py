@@ -17,6 +17,7 @@ PYX_MODULES = [
     "pykv/protocol/_parser.pyx",
     "pykv/protocol/_writer.pyx",
     "pykv/storage/rdb/_codec.pyx",
+    "pykv/storage/rdb/_rio.pyx",
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",
@@ -34,6 +35,9 @@ COMPILED_PY_MODULES = [
     "pykv/storage/hash_type.py",
     "pykv/storage/set_type.py",
     "pykv/storage/zset_type.py",
+    "pykv/storage/rdb/file.py",
+    "pykv/storage/rdb/objects.py",
+    "pykv/storage/value_types.py",
 ]
 
 

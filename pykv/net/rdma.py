@@ -124,8 +124,9 @@ class RdmaConnection(Connection):
             self.handler.on_data(data)
 
     def established(self) -> None:
+        """CM ESTABLISHED or the peer's first message, whichever comes first (idempotent)."""
         err = self.endpoint.established(time.monotonic())
-        if err is None:
+        if err is None and self._timer is None:
             self._schedule_keepalive(self.endpoint.session.next_keepalive)
         self._after(err)
 

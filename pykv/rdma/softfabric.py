@@ -22,7 +22,9 @@ limits (ENOMEM); unsignaled SQ entries freed only when a later signaled completi
 polled; CQ overrun; errors move the QP to ERR and flush everything posted; a peer that
 vanished without a DISCONNECT produces RETRY_EXC_ERR on the next request; CQ events and CM
 events must be acked exactly before destruction. MRs are poisoned (0xA5) at registration
-so reading beyond what was written shows up.
+so reading beyond what was written shows up. ``PYKV_SOFTRDMA_ESTABLISHED=late`` delivers the
+server's ESTABLISHED only after the client's first message (the CM race of §1.4), and
+``PYKV_SOFTRDMA_UNATTRIBUTED=1`` reports child CM events without their connection.
 
 Known difference from hardware: a process's NIC runs only while that process services its
 fds, so a peer that stops polling also stops acknowledging (an HCA would keep ACKing until
@@ -182,6 +184,7 @@ class SoftQP(v.QueuePair):
         self.fd_signaled = False  # the eventfd holds an unread notification
         self.stalled = False
         self.cm_sink = cm_sink
+        self.late_established = False
         self.client_events: deque[int] = deque()
         self.peer_address, self.local_address = peer_address, local_address
         self.closed = False
@@ -382,6 +385,9 @@ class SoftQP(v.QueuePair):
                             break
                         last_psn = psn
                         ack_req = ack_req or bool(status & 1)
+                        if self.late_established and self.cm_sink:
+                            self.late_established = False
+                            self.cm_sink(v.CM_ESTABLISHED, self)
                     else:
                         self._control(ptype, status, psn, payload)
                 finally:
@@ -456,7 +462,11 @@ class SoftQP(v.QueuePair):
             if self.state == QPS_RESET:
                 self.state = QPS_RTS
             if self.cm_sink:
-                self.cm_sink(v.CM_ESTABLISHED, self)
+                if os.environ.get("PYKV_SOFTRDMA_ESTABLISHED") == "late":
+                    # race injection: the peer's first message overtakes ESTABLISHED
+                    self.late_established = True
+                else:
+                    self.cm_sink(v.CM_ESTABLISHED, self)
         elif ptype == P_DISC:
             self.peer_disconnected = True
             self.peer_gone = True

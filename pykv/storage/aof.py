@@ -199,11 +199,11 @@ class AppendOnlyFile:
         server = self.server
         consumed = [0]
 
-        def add(item: Any) -> None:
-            db = server.dbs[item.db]
-            db.data[item.key] = item.value
-            if item.expire_ms >= 0:
-                db.expires[item.key] = item.expire_ms
+        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
+            db = server.dbs[db_id]
+            db.data[key] = value
+            if expire_ms >= 0:
+                db.expires[key] = expire_ms
 
         try:
             contents = parse_rdb(data, server.config, add, verify_checksum=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pykv.protocol import ErrorReply
 from pykv.storage.rdb.encoding import RdbFormatError
-from pykv.storage.rdb.file import LoadedKey, parse, serialize, write_atomically
+from pykv.storage.rdb.file import parse, serialize, write_atomically
 
 log = logging.getLogger("pykv")
 
@@ -235,21 +235,23 @@ class RdbPersistence:
         count = 0
         expired = 0
 
-        def add(item: LoadedKey) -> None:
+        dbs = server.dbs
+
+        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
             nonlocal count, expired
-            if item.db >= len(server.dbs):
+            if db_id >= len(dbs):
                 raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
-                                     f"configured to handle more than {len(server.dbs)} "
+                                     f"configured to handle more than {len(dbs)} "
                                      f"databases. Exiting")
-            if 0 <= item.expire_ms < now_ms:
+            if 0 <= expire_ms < now_ms:
                 expired += 1
                 return
-            db = server.dbs[item.db]
-            if not replace and item.key in db.data:
-                raise RdbFormatError(f"Duplicate key '{item.key!r}' found in RDB file")
-            db.data[item.key] = item.value
-            if item.expire_ms >= 0:
-                db.expires[item.key] = item.expire_ms
+            db = dbs[db_id]
+            if not replace and key in db.data:
+                raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
+            db.data[key] = value
+            if expire_ms >= 0:
+                db.expires[key] = expire_ms
             count += 1
 
         try:

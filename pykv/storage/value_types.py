@@ -47,10 +47,12 @@ def make_zset(pairs: list[tuple[bytes, float]], config: Any) -> ZSet:
     small = len(pairs) <= config.zset_max_listpack_entries and all(
         len(member) <= config.zset_max_listpack_value for member, _ in pairs)
     zset = ZSet(listpack=small)
+    scores = zset.scores
     for member, score in pairs:
-        if member in zset.scores:
-            continue
-        zset.insert(member, score)
+        if member not in scores:
+            # a listpack keeps scores as text, where -0 reads back as 0 (ZSet.insert)
+            scores[member] = 0.0 if small and score == 0.0 else score
+    zset.sl.update((score, member) for member, score in scores.items())  # one sort
     return zset
 
 

@@ -342,3 +342,19 @@ def test_server_announces_on_established_without_waiting(rdma_server):
             peer.peer_window.addr, 65536, peer.peer_window.rkey).encode()
     finally:
         peer.close()
+
+
+def test_client_message_overtakes_established(fabric_dir, monkeypatch):
+    """ESTABLISHED reaches the server after the client's RegisterXferMemory (a real race
+    on RDMA CM): the server announces once, on whichever comes first."""
+    monkeypatch.setenv("PYKV_SOFTRDMA_ESTABLISHED", "late")
+    with RdmaServer(fabric_dir) as srv:
+        with RdmaSocket("127.0.0.1", srv.port, timeout=20) as s:
+            assert s.call("PING") == b"+PONG\r\n"
+            value = b"w" * 200_000
+            assert s.call("SET", "late", value) == b"+OK\r\n"
+            assert s.call("GET", "late") == b"$200000\r\n" + value + b"\r\n"
+            # one announcement at the start, then one per exhausted 64 KiB window: the late
+            # ESTABLISHED did not produce a second (offset-resetting) announcement
+            sent = s.endpoint.session.bytes_sent
+            assert s.endpoint.session.tx.announced == 1 + sent // 65536

@@ -12,7 +12,7 @@ serving; in practice SAVE runs it in one go and BGSAVE in a forked child.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,16 +57,6 @@ def serialize(dbs: list[Any], config: Any, aux: dict[bytes, bytes] | None = None
 
 
 @dataclass
-class LoadedKey:
-    db: int
-    key: bytes
-    value: Any
-    expire_ms: int  # -1 when none
-    idle: int = -1
-    freq: int = -1
-
-
-@dataclass
 class RdbContents:
     version: int
     aux: dict[bytes, bytes] = field(default_factory=dict)
@@ -75,9 +65,10 @@ class RdbContents:
     end_offset: int = 0  # where the RDB ends (an AOF base may continue with commands)
 
 
-def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
+def parse(data: bytes, config: Any, on_key: Callable[[int, bytes, Any, int, int], None],
           verify_checksum: bool = True) -> RdbContents:
-    """Parse a whole RDB file, calling ``on_key`` for every key."""
+    """Parse a whole RDB file, calling ``on_key(db, key, value, expire_ms, idle)`` for
+    every key (``expire_ms`` and ``idle`` are -1 when absent)."""
     if len(data) < 9 or data[:5] != MAGIC:
         raise RdbFormatError("Wrong signature trying to load DB from file")
     try:
@@ -90,7 +81,7 @@ def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
     r = RdbReader(memoryview(data), 9)
     db = 0
     expire = -1
-    idle = freq = -1
+    idle = -1
     while True:
         op = r.byte()
         if op == enc.OP_EOF:
@@ -110,7 +101,7 @@ def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
         elif op == enc.OP_IDLE:
             idle = r.length()
         elif op == enc.OP_FREQ:
-            freq = r.byte()
+            r.byte()  # an LFU counter: pykv keeps none
         elif op == enc.OP_FUNCTION2:
             contents.functions.append(r.string())
         elif op == enc.OP_FUNCTION_PRE_GA:
@@ -120,9 +111,9 @@ def parse(data: bytes, config: Any, on_key: Callable[[LoadedKey], None],
         else:
             key = r.string()
             value = load_object(r, op, config)
-            on_key(LoadedKey(db, key, value, expire, idle, freq))
+            on_key(db, key, value, expire, idle)
             expire = -1
-            idle = freq = -1
+            idle = -1
     if version >= 5 and r.remaining() >= 8:
         stored = int.from_bytes(r.take(8), "little")
         if stored and verify_checksum:
@@ -159,9 +150,3 @@ def write_atomically(path: str, data: bytes) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-
-
-def iter_keys(data: bytes, config: Any) -> Iterator[LoadedKey]:
-    keys: list[LoadedKey] = []
-    parse(data, config, keys.append)
-    return iter(keys)

@@ -17,12 +17,17 @@ from pykv.storage.rdb._codec import crc64
 from pykv.storage.rdb.encoding import RdbFormatError, RdbReader, RdbWriter
 from pykv.storage.values import is_string
 
+_value_types = None
+
 
 def _types():
-    """The value-type classes (imported lazily: they live in their own modules)."""
-    from pykv.storage import value_types
+    """The value-type adapter (imported on first use: it imports every value type)."""
+    global _value_types
+    if _value_types is None:
+        from pykv.storage import value_types
 
-    return value_types
+        _value_types = value_types
+    return _value_types
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,418 @@
+# cython: language_level=3
+"""RDB reading and writing primitives, compiled: they run once or more per stored key.
+
+``RdbWriter`` appends lengths, strings (raw, integer-encoded or LZF-compressed), doubles and
+millisecond times to ``buf``; ``RdbReader`` reads them back from ``data`` at ``pos``. The
+listpack codec (the blob Redis 7 stores small hashes, sets of pairs, zsets and list nodes
+in) is here too. ``pykv.storage.rdb.encoding`` re-exports all of it with the format's
+constants; see that module for the format overview.
+"""
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+from pykv.storage.rdb._codec import LzfError, lzf_compress, lzf_decompress
+
+DEF ENC_INT8 = 0
+DEF ENC_INT16 = 1
+DEF ENC_INT32 = 2
+DEF ENC_LZF = 3
+
+
+class RdbFormatError(ValueError):
+    """The bytes are not a valid RDB stream (or use a feature pykv can't load)."""
+
+
+cdef bint _strict_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
+    """``string2ll``: canonical decimal only (what round-trips through ``%lld``)."""
+    cdef Py_ssize_t i = 0
+    cdef bint neg = False
+    cdef unsigned long long v = 0
+    if n == 0 or n > 20:
+        return False
+    if n == 1 and s[0] == b'0':
+        out[0] = 0
+        return True
+    if s[0] == b'-':
+        neg = True
+        i = 1
+        if n == 1:
+            return False
+    if s[i] < b'1' or s[i] > b'9':
+        return False
+    while i < n:
+        if s[i] < b'0' or s[i] > b'9':
+            return False
+        if v > 922337203685477580ULL:
+            return False
+        v = v * 10 + <unsigned long long>(s[i] - 48)
+        i += 1
+    if v > 9223372036854775807ULL + (1 if neg else 0):
+        return False
+    out[0] = -<long long>v if neg else <long long>v
+    return True
+
+
+cdef class RdbWriter:
+    """Appends RDB primitives to ``buf``."""
+
+    cdef public bytearray buf
+    cdef public bint compress
+
+    def __init__(self, compress=True):
+        self.buf = bytearray()
+        self.compress = compress
+
+    cpdef byte(self, int value):
+        self.buf.append(value)
+
+    cpdef length(self, unsigned long long n):
+        cdef bytearray buf = self.buf
+        if n < 64:
+            buf.append(n)
+        elif n < 16384:
+            buf.append((n >> 8) | 0x40)
+            buf.append(n & 0xFF)
+        elif n <= 0xFFFFFFFF:
+            buf.append(0x80)
+            buf += (<object>n).to_bytes(4, "big")
+        else:
+            buf.append(0x81)
+            buf += (<object>n).to_bytes(8, "big")
+
+    cpdef string(self, data):
+        cdef const unsigned char[:] view = data
+        cdef Py_ssize_t n = view.shape[0]
+        cdef long long value
+        if 0 < n <= 11 and _strict_ll(<const char *>&view[0], n, &value) \
+                and -2147483648 <= value <= 2147483647:
+            self._int_string(value)
+            return
+        if self.compress and n > 20:
+            packed = lzf_compress(data, n - 4)
+            if packed is not None:
+                self.buf.append(0xC0 | ENC_LZF)
+                self.length(len(packed))
+                self.length(n)
+                self.buf += packed
+                return
+        self.length(n)
+        self.buf += data
+
+    cdef _int_string(self, long long value):
+        cdef bytearray buf = self.buf
+        if -128 <= value <= 127:
+            buf.append(0xC0 | ENC_INT8)
+            buf.append(<uint8_t><int8_t>value)
+        elif -32768 <= value <= 32767:
+            buf.append(0xC0 | ENC_INT16)
+            buf += (<object>value).to_bytes(2, "little", signed=True)
+        else:
+            buf.append(0xC0 | ENC_INT32)
+            buf += (<object>value).to_bytes(4, "little", signed=True)
+
+    def int_string(self, value):
+        """An integer saved as a string (integer encoding when it fits in 32 bits)."""
+        if -(1 << 31) <= value < (1 << 31):
+            self._int_string(value)
+        else:
+            self.string(b"%d" % value)
+
+    cpdef binary_double(self, double value):
+        cdef char raw[8]
+        memcpy(raw, &value, 8)
+        self.buf += PyBytes_FromStringAndSize(raw, 8)
+
+    cpdef millis(self, long long ms):
+        self.buf += (<object>ms).to_bytes(8, "little", signed=True)
+
+    cpdef raw(self, data):
+        self.buf += data
+
+
+cdef class RdbReader:
+    """Reads RDB primitives from a bytes-like buffer, advancing ``pos``."""
+
+    cdef public object data
+    cdef public Py_ssize_t pos
+    cdef const unsigned char[:] view
+
+    def __init__(self, data, Py_ssize_t pos=0):
+        self.data = data
+        self.view = data
+        self.pos = pos
+
+    cpdef Py_ssize_t remaining(self):
+        return self.view.shape[0] - self.pos
+
+    cpdef bytes take(self, Py_ssize_t n):
+        cdef Py_ssize_t end = self.pos + n
+        if n < 0 or end > self.view.shape[0]:
+            raise RdbFormatError("unexpected end of RDB data")
+        chunk = PyBytes_FromStringAndSize(<const char *>&self.view[self.pos] if n else NULL, n)
+        self.pos = end
+        return chunk
+
+    cpdef int byte(self) except -1:
+        if self.pos >= self.view.shape[0]:
+            raise RdbFormatError("unexpected end of RDB data")
+        self.pos += 1
+        return self.view[self.pos - 1]
+
+    cdef unsigned long long _be(self, int width) except? 0:
+        cdef unsigned long long v = 0
+        cdef int i
+        if self.pos + width > self.view.shape[0]:
+            raise RdbFormatError("unexpected end of RDB data")
+        for i in range(width):
+            v = (v << 8) | self.view[self.pos + i]
+        self.pos += width
+        return v
+
+    cpdef tuple length_or_encoding(self):
+        """(length, False) or (encoding type, True) for specially encoded strings."""
+        cdef int first = self.byte()
+        cdef int kind = first >> 6
+        if kind == 0:
+            return first & 0x3F, False
+        if kind == 1:
+            return ((first & 0x3F) << 8) | self.byte(), False
+        if kind == 3:
+            return first & 0x3F, True
+        if first == 0x80:
+            return self._be(4), False
+        if first == 0x81:
+            return self._be(8), False
+        raise RdbFormatError(f"unknown length encoding {first:#x}")
+
+    cpdef unsigned long long length(self) except? 0:
+        n, encoded = self.length_or_encoding()
+        if encoded:
+            raise RdbFormatError("expected a length, found an encoded string")
+        return n
+
+    cpdef bytes string(self):
+        cdef int first = self.byte()
+        cdef int kind = first >> 6
+        cdef unsigned long long n
+        cdef long long value
+        if kind == 0:
+            return self.take(first & 0x3F)
+        if kind == 1:
+            return self.take(((first & 0x3F) << 8) | self.byte())
+        if kind == 2:
+            if first == 0x80:
+                return self.take(self._be(4))
+            if first == 0x81:
+                return self.take(self._be(8))
+            raise RdbFormatError(f"unknown length encoding {first:#x}")
+        kind = first & 0x3F
+        if kind == ENC_INT8:
+            value = <int8_t>self.byte()
+            return b"%d" % value
+        if kind == ENC_INT16:
+            value = int.from_bytes(self.take(2), "little", signed=True)
+            return b"%d" % value
+        if kind == ENC_INT32:
+            value = int.from_bytes(self.take(4), "little", signed=True)
+            return b"%d" % value
+        if kind == ENC_LZF:
+            clen = self.length()
+            ulen = self.length()
+            try:
+                return lzf_decompress(self.take(clen), ulen)
+            except LzfError as exc:
+                raise RdbFormatError(str(exc)) from None
+        raise RdbFormatError(f"unknown string encoding {kind}")
+
+    cpdef double binary_double(self) except? -1.0:
+        cdef double d
+        if self.pos + 8 > self.view.shape[0]:
+            raise RdbFormatError("unexpected end of RDB data")
+        memcpy(&d, &self.view[self.pos], 8)
+        self.pos += 8
+        return d
+
+    def old_double(self):
+        """The pre-RDB-8 string double: a length byte (253 nan, 254 +inf, 255 -inf)."""
+        n = self.byte()
+        if n == 253:
+            return float("nan")
+        if n == 254:
+            return float("inf")
+        if n == 255:
+            return float("-inf")
+        return float(self.take(n))
+
+    def millis(self):
+        return int.from_bytes(self.take(8), "little", signed=True)
+
+    def seconds(self):
+        return int.from_bytes(self.take(4), "little", signed=True)
+
+    def u64(self):
+        return int.from_bytes(self.take(8), "little")
+
+
+# -- listpack ------------------------------------------------------------------------------
+cdef Py_ssize_t _backlen_size(Py_ssize_t n) noexcept:
+    if n <= 127:
+        return 1
+    if n < 16383:
+        return 2
+    if n < 2097151:
+        return 3
+    if n < 268435455:
+        return 4
+    return 5
+
+
+cdef void _put_backlen(bytearray out, Py_ssize_t n) except *:
+    if n <= 127:
+        out.append(n)
+    elif n < 16383:
+        out.append(n >> 7)
+        out.append((n & 127) | 128)
+    elif n < 2097151:
+        out.append(n >> 14)
+        out.append(((n >> 7) & 127) | 128)
+        out.append((n & 127) | 128)
+    elif n < 268435455:
+        out.append(n >> 21)
+        out.append(((n >> 14) & 127) | 128)
+        out.append(((n >> 7) & 127) | 128)
+        out.append((n & 127) | 128)
+    else:
+        out.append(n >> 28)
+        out.append(((n >> 21) & 127) | 128)
+        out.append(((n >> 14) & 127) | 128)
+        out.append(((n >> 7) & 127) | 128)
+        out.append((n & 127) | 128)
+
+
+cdef void _put_entry(bytearray out, item) except *:
+    cdef long long v
+    cdef bint is_int
+    cdef Py_ssize_t n, start
+    cdef const unsigned char[:] view
+    if isinstance(item, int):
+        v = item
+        is_int = True
+    else:
+        view = item
+        n = view.shape[0]
+        is_int = n and _strict_ll(<const char *>&view[0], n, &v)
+    start = PyByteArray_GET_SIZE(out)
+    if is_int:
+        if 0 <= v <= 127:
+            out.append(v)
+        elif -4096 <= v <= 4095:
+            out.append(0xC0 | ((v & 0x1FFF) >> 8))
+            out.append(v & 0xFF)
+        elif -32768 <= v <= 32767:
+            out.append(0xF1)
+            out += (<object>v).to_bytes(2, "little", signed=True)
+        elif -(1 << 23) <= v < (1 << 23):
+            out.append(0xF2)
+            out += (<object>v).to_bytes(3, "little", signed=True)
+        elif -(1 << 31) <= v < (1 << 31):
+            out.append(0xF3)
+            out += (<object>v).to_bytes(4, "little", signed=True)
+        else:
+            out.append(0xF4)
+            out += (<object>v).to_bytes(8, "little", signed=True)
+    else:
+        if n < 64:
+            out.append(0x80 | n)
+        elif n < 4096:
+            out.append(0xE0 | (n >> 8))
+            out.append(n & 0xFF)
+        else:
+            out.append(0xF0)
+            out += (<object>n).to_bytes(4, "little")
+        out += item
+    _put_backlen(out, PyByteArray_GET_SIZE(out) - start)
+
+
+def listpack_encode(items) -> bytes:
+    """A listpack blob holding ``items`` (bytes, or ints), as Redis 7.0 lays it out."""
+    cdef bytearray body = bytearray(b"\0\0\0\0\0\0")
+    cdef Py_ssize_t count = 0
+    for item in items:
+        _put_entry(body, item)
+        count += 1
+    body.append(0xFF)
+    total = len(body)
+    body[0:4] = total.to_bytes(4, "little")
+    body[4:6] = min(count, 65535).to_bytes(2, "little")
+    return bytes(body)
+
+
+def listpack_decode(bytes blob) -> list:
+    """Every element of a listpack blob, integers rendered as decimal bytes."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(blob)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(blob)
+    cdef Py_ssize_t pos = 6, end = size - 1, n, entry, width, k
+    cdef long long value
+    cdef unsigned long long u
+    cdef int b
+    cdef list out = []
+    if size < 7 or (p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t>p[3] << 24)) != size \
+            or p[end] != 0xFF:
+        raise RdbFormatError("invalid listpack header")
+    while pos < end:
+        b = p[pos]
+        if b < 0x80:
+            out.append(b"%d" % b)
+            entry = 1
+        elif b < 0xC0:
+            n = b & 0x3F
+            entry = 1 + n
+            if pos + entry > end:
+                raise RdbFormatError("truncated listpack entry")
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 1, n))
+        elif b < 0xE0:
+            if pos + 2 > end:
+                raise RdbFormatError("truncated listpack entry")
+            value = ((b & 0x1F) << 8) | p[pos + 1]
+            if value >= 4096:
+                value -= 8192
+            out.append(b"%d" % value)
+            entry = 2
+        elif b < 0xF0:
+            if pos + 2 > end:
+                raise RdbFormatError("truncated listpack entry")
+            n = ((b & 0x0F) << 8) | p[pos + 1]
+            entry = 2 + n
+            if pos + entry > end:
+                raise RdbFormatError("truncated listpack entry")
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 2, n))
+        elif b == 0xF0:
+            if pos + 5 > end:
+                raise RdbFormatError("truncated listpack entry")
+            n = p[pos + 1] | (p[pos + 2] << 8) | (p[pos + 3] << 16) | \
+                (<Py_ssize_t>p[pos + 4] << 24)
+            entry = 5 + n
+            if pos + entry > end:
+                raise RdbFormatError("truncated listpack entry")
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 5, n))
+        elif 0xF1 <= b <= 0xF4:
+            width = 2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8
+            if pos + 1 + width > end:
+                raise RdbFormatError("truncated listpack entry")
+            u = 0
+            for k in range(width - 1, -1, -1):
+                u = (u << 8) | p[pos + 1 + k]
+            if width < 8 and u >= (1ULL << (8 * width - 1)):
+                value = <long long>u - (1LL << (8 * width))
+            else:
+                value = <long long>u
+            out.append(b"%d" % value)
+            entry = 1 + width
+        else:
+            raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
+        pos += entry + _backlen_size(entry)
+    if pos != end:
+        raise RdbFormatError("listpack entries overrun the blob")
+    return out
