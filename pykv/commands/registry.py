@@ -76,6 +76,7 @@ class Command(CommandCore):
         # rather than the command itself
         self.no_propagate = fullname in _PROPAGATE_EFFECTS_ONLY
         self.multi_immediate = fullname in MULTI_IMMEDIATE
+        self.loading_ok = "loading" in f
         # for movable-key commands a family may install a function argv -> key indexes
         self.get_keys: Callable[[list], list[int]] | None = None
 

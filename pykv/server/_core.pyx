@@ -30,6 +30,7 @@ log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns
 cdef type _ErrorReply = ErrorReply
 cdef object _QUEUED = QUEUED
+cdef object _LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 
 class NoReply:
@@ -58,7 +59,7 @@ cdef class CommandCore:
     cdef public int arity
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
-    cdef public bint no_propagate, multi_immediate, is_write
+    cdef public bint no_propagate, multi_immediate, is_write, loading_ok
 
     def reset_stats(self):
         self.calls = self.usec = self.rejected_calls = self.failed_calls = 0
@@ -79,6 +80,7 @@ cdef class ServerCore:
     cdef public long long stat_net_input_bytes, stat_net_output_bytes
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
     cdef public bint pause_active
+    cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
 
 
 cdef bint _queues_a_write(object queued):
@@ -101,6 +103,7 @@ cdef class ClientCore:
     cdef public long long id, net_in, net_out
     cdef public int resp, db_index, reply_mode
     cdef public bint authenticated, closing, closed, paused, deny_blocking, multi_dirty
+    cdef public bint replaying  # the AOF loader's client: runs while the server is loading
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
 
@@ -183,6 +186,9 @@ cdef class ClientCore:
         if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
                 and not cmd.pubsub_ok:
             self.reject(errors.pubsub_context(cmd.fullname), cmd)
+            return
+        if server.loading and not cmd.loading_ok and not self.replaying:
+            self.reject(_LOADING, cmd)
             return
         if server.busy_script is not None and not cmd.allow_busy:  # a script past its limit
             self.reject(server.busy_script.busy_error, cmd)

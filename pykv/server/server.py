@@ -166,9 +166,10 @@ class Server(ServerCore):
         return specs
 
     async def start(self) -> None:
+        """Open the listeners, then load the dataset while answering ``-LOADING`` (as Redis
+        does: clients can connect during a long load and see ``loading:1`` in INFO)."""
         self.loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self.load_data()
         for spec in self.listener_specs():
             ct = get_connection_type(spec.type)
             try:
@@ -181,6 +182,11 @@ class Server(ServerCore):
                 raise
             self.listeners.append(listener)
         self._schedule_cron()
+        try:
+            await self.load_data()
+        except BaseException:
+            self.close_listeners()
+            raise
         log.info("Ready to accept connections")
 
     async def serve_forever(self) -> None:
@@ -192,21 +198,38 @@ class Server(ServerCore):
 
     exit_code = 0
 
-    def load_data(self) -> None:
+    async def load_data(self) -> None:
         """Load the dataset at start-up: the AOF when ``appendonly`` is on (an RDB is then
-        ignored, as in Redis 7), otherwise the RDB file; then open the AOF for appending."""
+        ignored, as in Redis 7), otherwise the RDB file; then open the AOF for appending.
+        The loaders yield every thousand keys or so; in between the loop serves clients
+        (who get ``-LOADING``) and progress is logged every few seconds."""
+        steps = self.aof.load_steps() if self.config.appendonly else \
+            self.persistence.load_steps()
+        self.loading = True
+        last_log = time.monotonic()
         try:
+            while True:
+                try:
+                    done = next(steps)
+                except StopIteration as finished:
+                    loaded = finished.value
+                    break
+                if time.monotonic() - last_log > 5:
+                    last_log = time.monotonic()
+                    total = self.persistence.loading_total or 1
+                    log.info("Loading the dataset: %d of %d bytes (%.0f%%)", done, total,
+                             100.0 * done / total)
+                await asyncio.sleep(0)
             if self.config.appendonly:
-                loaded = self.aof.load()
                 self.aof.start(loaded)
-            else:
-                self.persistence.load()
         except RdbFormatError as exc:
             log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
             raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
         except AofLoadError as exc:
             log.warning("%s", exc)
             raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+        finally:
+            self.loading = False
 
     def _propagating_expiry(self, hook: Callable[[Database, bytes], None]
                             ) -> Callable[[Database, bytes], None]:
@@ -454,10 +477,11 @@ class Server(ServerCore):
         self.cronloops += 1
         try:
             self.clock.update()
-            if self.active_expire_enabled:
-                self.active_expire_cycle()
-            for hook in self.cron_hooks:
-                hook()
+            if not self.loading:  # while loading Redis runs none of this either
+                if self.active_expire_enabled:
+                    self.active_expire_cycle()
+                for hook in self.cron_hooks:
+                    hook()
         except Exception:
             log.exception("cron failed")
         finally:

@@ -33,8 +33,7 @@ from typing import Any
 
 from pykv.protocol import ProtocolError, RequestParser
 from pykv.storage.rdb.encoding import RdbFormatError
-from pykv.storage.rdb.file import parse as parse_rdb
-from pykv.storage.rdb.file import serialize
+from pykv.storage.rdb.file import parse_steps, serialize
 
 log = logging.getLogger("pykv")
 
@@ -164,7 +163,17 @@ class AppendOnlyFile:
         return os.path.exists(self.path(self.manifest_name))
 
     def load(self) -> bool:
-        """Replay the AOF into the (empty) databases. False when there is no AOF."""
+        """Replay the AOF into the (empty) databases in one go; see ``load_steps``."""
+        steps = self.load_steps()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def load_steps(self):
+        """Replay the AOF, yielding every so many keys or commands (the server answers
+        ``-LOADING`` in between); returns False when there is no AOF."""
         if not self.manifest_exists():
             return False
         with open(self.path(self.manifest_name)) as fh:
@@ -172,9 +181,14 @@ class AppendOnlyFile:
         files = ([self.manifest.base] if self.manifest.base else []) + self.manifest.incrs
         start = time.monotonic()
         total = 0
+        rdb = self.server.persistence
+        rdb.loading_total = sum(_size(self.path(f.name)) for f in files)
+        rdb.loading_done = 0
+        rdb.loading_start = time.time()
         for i, f in enumerate(files):
             last = i == len(files) - 1
-            total += self._load_file(f, last)
+            total += yield from self._load_file(f, last)
+            rdb.loading_done += _size(self.path(f.name))
         self.current_size = sum(_size(self.path(f.name)) for f in files)
         self.base_size = self.current_size
         log.info("DB loaded from append only file: %.3f seconds (%d commands)",
@@ -192,10 +206,10 @@ class AppendOnlyFile:
             return 0
         pos = 0
         if data.startswith(b"REDIS"):
-            pos = self._load_rdb_preamble(data, f.name)
-        return self._replay(data, pos, path, last)
+            pos = yield from self._load_rdb_preamble(data, f.name)
+        return (yield from self._replay(data, pos, path, last))
 
-    def _load_rdb_preamble(self, data: bytes, name: str) -> int:
+    def _load_rdb_preamble(self, data: bytes, name: str):
         server = self.server
         consumed = [0]
 
@@ -206,20 +220,22 @@ class AppendOnlyFile:
                 db.expires[key] = expire_ms
 
         try:
-            contents = parse_rdb(data, server.config, add, verify_checksum=True)
+            contents = yield from parse_steps(data, server.config, add, verify_checksum=True)
         except RdbFormatError as exc:
             raise AofLoadError(f"Bad file format reading the append only file {name}: "
                                f"{exc}") from None
         consumed[0] = getattr(contents, "end_offset", len(data))
         return consumed[0]
 
-    def _replay(self, data: bytes, pos: int, path: str, last: bool) -> int:
+    def _replay(self, data: bytes, pos: int, path: str, last: bool):
         from pykv.server.client import REPLY_OFF, Client
 
         server = self.server
         client = Client(server, None, 0)
         client.authenticated = True
         client.reply_mode = REPLY_OFF
+        client.replaying = True  # exempt from -LOADING
+        client.deny_blocking = True
         parser = RequestParser(1 << 62)
         parser.feed(data[pos:] if pos else data)
         count = 0
@@ -238,6 +254,8 @@ class AppendOnlyFile:
             valid_end += before - parser.buffered()
             client.execute(argv)
             count += 1
+            if count % 1024 == 0:
+                yield valid_end
         leftover = parser.buffered()
         if client.multi is not None:
             # an unfinished MULTI at the end: the transaction never completed

@@ -19,7 +19,7 @@ from typing import Any
 
 from pykv.protocol import ErrorReply
 from pykv.storage.rdb.encoding import RdbFormatError
-from pykv.storage.rdb.file import parse, serialize, write_atomically
+from pykv.storage.rdb.file import parse_steps, serialize, write_atomically
 
 log = logging.getLogger("pykv")
 
@@ -46,6 +46,8 @@ class RdbPersistence:
         self.dirty_before_bgsave = 0
         self.loading = False
         self.loading_start = 0.0
+        self.loading_total = 0  # bytes of the file being loaded, and how far we are
+        self.loading_done = 0
         self.loaded_keys = 0
         self.fork_usec = 0
         self.saves = 0
@@ -217,6 +219,15 @@ class RdbPersistence:
 
     # -- loading --------------------------------------------------------------------------
     def load(self, replace: bool = True) -> bool:
+        """Load ``dir/dbfilename`` in one go (DEBUG RELOAD); see ``load_steps``."""
+        steps = self.load_steps(replace)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def load_steps(self, replace: bool = True):
         """Load ``dir/dbfilename`` into the databases; False if there is none.
 
         A key already present is overwritten, or (``replace`` False: DEBUG RELOAD NOFLUSH
@@ -254,9 +265,18 @@ class RdbPersistence:
                 db.expires[key] = expire_ms
             count += 1
 
+        self.loading_total = len(data)
+        self.loading_done = 0
         try:
-            contents = parse(data, server.config, add,
-                             verify_checksum=getattr(server.config, "rdbchecksum", True))
+            steps = parse_steps(data, server.config, add,
+                                verify_checksum=getattr(server.config, "rdbchecksum", True))
+            while True:
+                try:
+                    self.loading_done = next(steps)
+                except StopIteration as done:
+                    contents = done.value
+                    break
+                yield self.loading_done
         finally:
             self.loading = False
         restore = getattr(server, "restore_function_libraries", None)
@@ -271,8 +291,22 @@ class RdbPersistence:
     def info_fields(self) -> dict[str, Any]:
         server = self.server
         now = time.time()
-        return {
-            "loading": int(self.loading),
+        loading = server.loading
+        fields: dict[str, Any] = {"loading": int(loading)}
+        if loading:
+            elapsed = max(now - self.loading_start, 1e-6)
+            perc = 100.0 * self.loading_done / self.loading_total if self.loading_total else 0
+            rate = self.loading_done / elapsed
+            fields.update({
+                "loading_start_time": int(self.loading_start),
+                "loading_total_bytes": self.loading_total,
+                "loading_rdb_used_mem": 0,
+                "loading_loaded_bytes": self.loading_done,
+                "loading_loaded_perc": f"{perc:.2f}",
+                "loading_eta_seconds": int((self.loading_total - self.loading_done) / rate)
+                if rate else 1,
+            })
+        return fields | {
             "async_loading": 0,
             "current_cow_peak": 0,
             "current_cow_size": 0,

@@ -197,3 +197,42 @@ def test_same_digest_from_rdb_and_from_aof(workdir):
 def test_socket_helper_is_used():
     # keeps the encode helper imported for raw pipelines in this module's future cases
     assert encode_command("PING") == b"*1\r\n$4\r\nPING\r\n" and socket
+
+
+def test_clients_get_loading_while_a_large_dataset_loads(workdir):
+    """Listeners open before the load; meanwhile commands get -LOADING, INFO says loading:1."""
+    with Server(config={"dir": workdir, "save": ""}) as server:
+        c = RawClient(port=server.port)
+        for start in range(0, 300_000, 10_000):
+            c.call("MSET", *[x for i in range(start, start + 10_000)
+                             for x in (f"key:{i}", f"value:{i}")])
+        assert c.call("SAVE") == b"+OK\r\n"
+    port = server.port
+    again = Server(port=port, config={"dir": workdir, "save": ""})
+    seen_loading = seen_info = False
+    import subprocess
+    proc = subprocess.Popen(again.command_line(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=workdir)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                c = RawClient(port=port, timeout=5)
+            except OSError:
+                time.sleep(0.01)
+                continue
+            reply = c.call("GET", "key:1")
+            if reply.startswith(b"-LOADING"):
+                assert reply == b"-LOADING Redis is loading the dataset in memory\r\n"
+                seen_loading = True
+                info = c.call("INFO", "persistence")
+                seen_info = seen_info or b"loading:1" in info
+            elif reply == b"$7\r\nvalue:1\r\n":
+                break
+            c.close()
+        assert c.call("DBSIZE") == b":300000\r\n"
+        assert b"loading:0" in c.call("INFO", "persistence")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert seen_loading and seen_info

@@ -69,6 +69,23 @@ def parse(data: bytes, config: Any, on_key: Callable[[int, bytes, Any, int, int]
           verify_checksum: bool = True) -> RdbContents:
     """Parse a whole RDB file, calling ``on_key(db, key, value, expire_ms, idle)`` for
     every key (``expire_ms`` and ``idle`` are -1 when absent)."""
+    steps = parse_steps(data, config, on_key, verify_checksum)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+LOAD_STEP_KEYS = 1024
+
+
+def parse_steps(data: bytes, config: Any,
+                on_key: Callable[[int, bytes, Any, int, int], None],
+                verify_checksum: bool = True):
+    """``parse`` as a generator: yields the bytes consumed so far every ``LOAD_STEP_KEYS``
+    keys, so a loader can let the event loop answer ``-LOADING`` in between; returns the
+    file's ``RdbContents``."""
     if len(data) < 9 or data[:5] != MAGIC:
         raise RdbFormatError("Wrong signature trying to load DB from file")
     try:
@@ -82,6 +99,7 @@ def parse(data: bytes, config: Any, on_key: Callable[[int, bytes, Any, int, int]
     db = 0
     expire = -1
     idle = -1
+    keys = 0
     while True:
         op = r.byte()
         if op == enc.OP_EOF:
@@ -114,6 +132,9 @@ def parse(data: bytes, config: Any, on_key: Callable[[int, bytes, Any, int, int]
             on_key(db, key, value, expire, idle)
             expire = -1
             idle = -1
+            keys += 1
+            if keys % LOAD_STEP_KEYS == 0:
+                yield r.pos
     if version >= 5 and r.remaining() >= 8:
         stored = int.from_bytes(r.take(8), "little")
         if stored and verify_checksum:
