@@ -11,11 +11,11 @@ import re
 
 from pykv import errors
 from pykv.protocol import ErrorReply
+from pykv.protocol._parser import string2ll as _string2ll
 
 LLONG_MAX = (1 << 63) - 1
 LLONG_MIN = -(1 << 63)
 
-_INT_RE = re.compile(rb"-?[1-9][0-9]{0,19}\Z|0\Z")
 _FLOAT_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     rb"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
@@ -25,12 +25,7 @@ _FLOAT_RE = re.compile(
 
 def to_int(data: bytes) -> int | None:
     """``string2ll``: the integer value of ``data`` or None if Redis would reject it."""
-    if len(data) > 20 or not _INT_RE.match(data):
-        return None
-    value = int(data)
-    if value > LLONG_MAX or value < LLONG_MIN:
-        return None
-    return value
+    return _string2ll(data)
 
 
 def parse_int(data: bytes, err: ErrorReply = errors.NOT_INTEGER) -> int:

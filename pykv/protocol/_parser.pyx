@@ -61,6 +61,17 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     return True
 
 
+def string2ll(const unsigned char[:] data):
+    """Redis's ``string2ll`` for command arguments: the integer, or None if Redis rejects it
+    (no '+', no spaces, no leading zeros, within 64 bits)."""
+    cdef long long value
+    if data.shape[0] == 0:
+        return None
+    if parse_ll(<const char *>&data[0], data.shape[0], &value):
+        return value
+    return None
+
+
 cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcept:
     """strchr(p + start, '\\r') bounded by end: -1 when absent or hidden by a NUL."""
     cdef Py_ssize_t i = start

@@ -12,7 +12,6 @@ field's place, a new field goes to the end), so small hashes reply in Redis's or
 from __future__ import annotations
 
 import random
-from itertools import islice
 from typing import Any
 
 from pykv.storage.values import Value
@@ -63,15 +62,25 @@ class HashValue(Value):
     # -- writes --------------------------------------------------------------------------
     def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
         """HSET's work: set ``argv[start:]`` field/value pairs; returns how many are new."""
-        if self.listpack and max(map(len, islice(argv, start, None))) > \
-                config.hash_max_listpack_value:
-            self.listpack = False
         d = self.d
         before = len(d)
-        if len(argv) == start + 2:  # the usual single pair
-            d[argv[start]] = argv[start + 1]
+        n = len(argv)
+        if n == start + 2:  # the usual single pair: no iterator machinery
+            field = argv[start]
+            value = argv[start + 1]
+            if self.listpack:
+                limit = config.hash_max_listpack_value
+                if len(field) > limit or len(value) > limit:
+                    self.listpack = False
+            d[field] = value
         else:
-            for i in range(start, len(argv), 2):
+            if self.listpack:
+                limit = config.hash_max_listpack_value
+                for i in range(start, n):
+                    if len(argv[i]) > limit:
+                        self.listpack = False
+                        break
+            for i in range(start, n, 2):
                 d[argv[i]] = argv[i + 1]
         added = len(d) - before
         if added:
