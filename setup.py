@@ -38,6 +38,13 @@ COMPILED_PY_MODULES = [
     "pykv/storage/rdb/file.py",
     "pykv/storage/rdb/objects.py",
     "pykv/storage/value_types.py",
+    # the RDMA transport's per-message path (sans-IO session, windows, software fabric)
+    "pykv/rdma/messages.py",
+    "pykv/rdma/window.py",
+    "pykv/rdma/session.py",
+    "pykv/rdma/softfabric.py",
+    "pykv/rdma/endpoint.py",
+    "pykv/net/rdma.py",
 ]
 
 
