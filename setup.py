@@ -38,6 +38,8 @@ COMPILED_PY_MODULES = [
     "pykv/storage/rdb/file.py",
     "pykv/storage/rdb/objects.py",
     "pykv/storage/value_types.py",
+    "pykv/commands/streams.py",
+    "pykv/storage/stream_type.py",
     # the RDMA transport's per-message path (sans-IO session, windows, software fabric)
     "pykv/rdma/messages.py",
     "pykv/rdma/window.py",
