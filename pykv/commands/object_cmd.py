@@ -6,9 +6,8 @@ integers 0..9999 are shared (refcount INT_MAX) unless maxmemory is on with an LR
 policy; everything else has refcount 1. IDLETIME and FREQ are mutually exclusive as in
 Redis, depending on whether the maxmemory policy is an LFU one.
 
-Known gap: pykv does not keep Redis's per-key logarithmic LFU counter, so FREQ reports the
-counter a key starts with (5) decayed by its idle minutes (``lfu-decay-time``), without the
-increments Redis adds on access.
+Under an LFU policy the keyspace keeps Redis's per-key logarithmic counter (see
+``Database.lfu_touch``); FREQ reports it decayed by the idle minutes (``lfu-decay-time``).
 """
 from __future__ import annotations
 
@@ -17,11 +16,11 @@ from typing import Any
 from pykv.commands.registry import command
 from pykv.commands.strings import lookup_read
 from pykv.protocol import ErrorReply, SimpleString
+from pykv.storage.keyspace import LFU_INIT_VAL, lfu_counter
 from pykv.storage.values import is_string, string_encoding
 
 OBJ_SHARED_INTEGERS = 10000
 OBJ_SHARED_REFCOUNT = (1 << 31) - 1
-LFU_INIT_VAL = 5
 
 _LFU_SELECTED = ErrorReply(
     b"ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
@@ -107,11 +106,11 @@ def object_freq(c, argv):
     config = c.server.config
     if not _policy_is_lfu(config):
         raise _LFU_NOT_SELECTED
-    decay = getattr(config, "lfu_decay_time", 1)
-    since = c.db.access.get(key, c.server.clock.sec)
-    minutes = max(c.server.clock.sec - since, 0) // 60
-    periods = minutes // decay if decay else 0
-    return max(LFU_INIT_VAL - periods, 0)
+    db = c.db
+    packed = db.access.get(key)
+    if packed is None:
+        return LFU_INIT_VAL
+    return lfu_counter(packed, (c.server.clock.sec // 60) & 0xFFFF, db.lfu_decay_time)
 
 
 @command("object|help")

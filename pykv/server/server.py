@@ -148,6 +148,9 @@ class Server(ServerCore):
         self.config.on_change("appendonly", self._on_appendonly)
         for db in self.dbs:
             db.on_expired = self._propagating_expiry(db.on_expired)
+        for name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time"):
+            self.config.on_change(name, self._apply_lfu_settings)
+        self._apply_lfu_settings(None)
 
     # -- lifecycle -------------------------------------------------------------------------
     def listener_specs(self) -> list[ListenerSpec]:
@@ -241,6 +244,15 @@ class Server(ServerCore):
                 self.propagate(db.id, [b"DEL", key])
 
         return on_expired
+
+    def _apply_lfu_settings(self, _value: Any) -> None:
+        """An LFU maxmemory-policy makes the keyspace count accesses (OBJECT FREQ)."""
+        cfg = self.config
+        lfu = "lfu" in str(cfg.maxmemory_policy)
+        for db in self.dbs:
+            db.lfu = lfu
+            db.lfu_log_factor = cfg.lfu_log_factor
+            db.lfu_decay_time = cfg.lfu_decay_time
 
     def _on_appendonly(self, enabled: bool) -> None:
         """CONFIG SET appendonly: yes writes a base in the background first, no stops."""

@@ -14,6 +14,7 @@ calls ``signal_modified`` (WATCH, client-side caching) and deletions by expiry c
 """
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -48,7 +49,8 @@ class Database:
     __slots__ = (
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
-        "scan_index", "blocking_keys", "on_key_ready",
+        "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
+        "lfu_decay_time",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -74,6 +76,11 @@ class Database:
         # hook ``set`` calls when one of those keys is written (see pykv.server.blocking)
         self.blocking_keys: dict[bytes, Any] = {}
         self.on_key_ready: Callable[[Database, bytes], None] = _noop
+        # an LFU maxmemory-policy: ``access`` holds Redis's packed LFU word per key instead
+        # of the last access second (Redis keeps one or the other in the same field)
+        self.lfu = False
+        self.lfu_log_factor = 10
+        self.lfu_decay_time = 1
 
     def __len__(self) -> int:
         return len(self.data)
@@ -90,8 +97,24 @@ class Database:
                 self.expire_now(key)
                 return None
         if touch:
-            self.access[key] = self.clock.sec
+            if self.lfu:
+                self.lfu_touch(key)
+            else:
+                self.access[key] = self.clock.sec
         return value
+
+    def lfu_touch(self, key: bytes) -> None:
+        """Redis's updateLFU: decay the counter by the idle periods, then the logarithmic
+        increment (always from 5 to 6; ever less likely as the counter grows)."""
+        now_min = (self.clock.sec // 60) & 0xFFFF
+        packed = self.access.get(key)
+        counter = LFU_INIT_VAL if packed is None else \
+            lfu_counter(packed, now_min, self.lfu_decay_time)
+        if counter < 255:
+            base = counter - LFU_INIT_VAL
+            if base <= 0 or random.random() < 1.0 / (base * self.lfu_log_factor + 1):
+                counter += 1
+        self.access[key] = (now_min << 8) | counter
 
     def contains(self, key: bytes) -> bool:
         return self.get(key, touch=False) is not None
@@ -113,7 +136,12 @@ class Database:
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
         self.data[key] = value
-        self.access[key] = self.clock.sec
+        if not self.lfu:
+            self.access[key] = self.clock.sec
+        elif key in self.access:  # an overwrite counts as an access (lookupKeyWrite)
+            self.lfu_touch(key)
+        else:
+            self.access[key] = ((self.clock.sec // 60) & 0xFFFF) << 8 | LFU_INIT_VAL
         self.version += 1
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -222,6 +250,18 @@ class Database:
 
     def keys(self) -> Iterator[bytes]:
         return iter(list(self.data))
+
+
+LFU_INIT_VAL = 5
+
+
+def lfu_counter(packed: int, now_min: int, decay_time: int) -> int:
+    """Redis's LFUDecrAndReturn: the counter less one per ``decay_time`` idle minutes."""
+    counter = packed & 0xFF
+    ldt = packed >> 8
+    elapsed = now_min - ldt if now_min >= ldt else 65535 - ldt + now_min
+    periods = elapsed // decay_time if decay_time else 0
+    return 0 if periods > counter else counter - periods
 
 
 def _noop(db: Database, key: bytes) -> None:

@@ -616,3 +616,27 @@ def test_idletime_only_reset_by_touching_commands(diff):
     diff("SELECT", "1")
     diff("FLUSHDB")
     diff("SELECT", "0")
+
+
+def test_object_freq_counts_accesses_under_lfu(diff):
+    """With an LFU policy OBJECT FREQ follows the logarithmic counter: 5 for a new key, 6
+    after the first access (the first increment is certain), as in Redis."""
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    try:
+        diff("SET", "k", "v")
+        diff("OBJECT", "FREQ", "k")
+        diff("GET", "k")
+        diff("OBJECT", "FREQ", "k")
+        diff("OBJECT", "IDLETIME", "k")
+        real = diff.real
+        ours = diff.ours
+        for _ in range(200):
+            real.call("GET", "k")
+            ours.call("GET", "k")
+        a = int(real.call("OBJECT", "FREQ", "k")[1:-2])
+        b = int(ours.call("OBJECT", "FREQ", "k")[1:-2])
+        assert 6 < a < 20 and 6 < b < 20, (a, b)  # logarithmic: far below 200
+    finally:
+        for c in (diff.real, diff.ours):
+            c.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
