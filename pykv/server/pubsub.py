@@ -172,6 +172,12 @@ class PubSub:
         self.event_flags = flags
         active = ("K" in flags or "E" in flags) and bool(flags - {"K", "E"})
         self.server.keyspace_notifier = self.notify_keyspace if active else None
+        new_key = self._on_new_key if active and "n" in flags else None
+        for db in self.server.dbs:
+            db.on_new_key = new_key
+
+    def _on_new_key(self, db: Any, key: bytes) -> None:
+        self.notify_keyspace("n", b"new", key, db.id)
 
     def notify_keyspace(self, klass: str, event: bytes, key: bytes, dbid: int) -> None:
         flags = self.event_flags

@@ -50,7 +50,7 @@ class Database:
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
-        "lfu_decay_time",
+        "lfu_decay_time", "on_new_key",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -79,6 +79,8 @@ class Database:
         # an LFU maxmemory-policy: ``access`` holds Redis's packed LFU word per key instead
         # of the last access second (Redis keeps one or the other in the same field)
         self.lfu = False
+        # set while keyspace events of class "n" (new key) are on: called as a key is added
+        self.on_new_key: Callable[[Database, bytes], None] | None = None
         self.lfu_log_factor = 10
         self.lfu_decay_time = 1
 
@@ -135,6 +137,8 @@ class Database:
     # -- writes ------------------------------------------------------------------------
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
+        if self.on_new_key is not None and key not in self.data:
+            self.on_new_key(self, key)  # Redis fires "new" inside dbAdd, before the command's
         self.data[key] = value
         if not self.lfu:
             self.access[key] = self.clock.sec

@@ -157,3 +157,19 @@ def test_resp3_subscriber_gets_pushes(diff, diff3, events_cfg, real_redis, pykv_
     diff3("SET", "k", "v")  # its own write: the push, then the +OK
     events(diff3, 1)
     diff3("UNSUBSCRIBE")
+
+
+def test_new_key_events(diff, sub, events_cfg):
+    """Class n: "new" as a key is added (before the command's own event), not on updates."""
+    events_cfg("KEn$lh")
+    diff("SET", "k", "v")
+    events(sub, 4)  # new (keyspace, keyevent), then set (keyspace, keyevent)
+    diff("SET", "k", "w")
+    events(sub, 2)  # an overwrite is not new
+    diff("RPUSH", "l", "a")
+    events(sub, 4)
+    diff("RPUSH", "l", "b")
+    events(sub, 2)
+    diff("HSET", "h", "f", "v")
+    events(sub, 4)
+    quiet(sub)
