@@ -55,11 +55,15 @@ def exec_(c, argv):
     c.add_reply(RawReply(b"*%d\r\n" % len(queue)))
     was_denying = c.deny_blocking
     c.deny_blocking = True
+    aof = c.server.aof
+    mark = aof.begin_transaction(c.db_index) if aof.enabled else None
     try:
         for cmd, qargv in queue:
             c.call(cmd, qargv)
     finally:
         c.deny_blocking = was_denying
+        if mark is not None:
+            aof.end_transaction(mark)  # several writes are logged inside MULTI ... EXEC
     return NO_REPLY
 
 

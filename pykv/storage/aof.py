@@ -40,6 +40,10 @@ log = logging.getLogger("pykv")
 BASE, HISTORY, INCR = "b", "h", "i"
 
 
+_MULTI = b"*1\r\n$5\r\nMULTI\r\n"
+_EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+
+
 class AofLoadError(Exception):
     """The AOF can't be loaded; the message is what the server logs before exiting."""
 
@@ -109,6 +113,7 @@ class AppendOnlyFile:
         self.fd = -1
         self.manifest = Manifest()
         self.current_db = -1
+        self.fed = 0  # commands fed so far (EXEC wrapping counts its own)
         self.current_size = 0
         self.base_size = 0  # size of the AOF after the last rewrite (auto-rewrite growth)
         self.last_write_ok = True
@@ -347,6 +352,25 @@ class AppendOnlyFile:
             buf += encode_command([b"SELECT", b"%d" % db_id])
             self.current_db = db_id
         buf += encode_command(argv)
+        self.fed += 1
+
+    def begin_transaction(self, db_id: int) -> tuple[int, int]:
+        """Remember where an EXEC's effects start in the buffer (after the SELECT of the
+        database it starts in, which Redis writes before the MULTI)."""
+        if db_id != self.current_db:
+            self.buf += encode_command([b"SELECT", b"%d" % db_id])
+            self.current_db = db_id
+        return len(self.buf), self.fed
+
+    def end_transaction(self, mark: tuple[int, int]) -> None:
+        """Wrap the effects in MULTI/EXEC when there are several, as Redis propagates a
+        transaction, so that replaying a log cut mid-transaction never applies half of one
+        (the loader drops an unfinished MULTI at the end)."""
+        pos, fed = mark
+        if self.fed - fed < 2 or len(self.buf) < pos:
+            return
+        self.buf[pos:pos] = _MULTI
+        self.buf += _EXEC
 
     def flush_before_replies(self) -> None:
         """Write the buffer (and fsync under ``always``) before any reply is sent."""

@@ -203,3 +203,31 @@ def test_random_and_blocking_effects_replay_identically(workdir):
         c = RawClient(port=again.port)
         got = snapshot(c) | {"s": c.call("SMEMBERS", "s"), "h": c.call("HGETALL", "h")}
         assert got == expected
+
+
+def test_transactions_are_logged_whole(workdir):
+    with _aof_server(workdir) as server:
+        c = RawClient(port=server.port)
+        c.call("MULTI")
+        c.call("SET", "a", "1")
+        c.call("INCR", "n")
+        c.call("GET", "a")
+        c.call("EXEC")
+        c.call("MULTI")
+        c.call("SET", "single", "1")
+        c.call("EXEC")
+    directory = os.path.join(workdir, "appendonlydir")
+    incr = [f for f in os.listdir(directory) if f.endswith(".incr.aof")][-1]
+    path = os.path.join(directory, incr)
+    log = open(path, "rb").read()
+    multi = b"*1\r\n$5\r\nMULTI\r\n"
+    assert log.count(multi) == 1  # one write needs no wrapper, two do
+    start = log.index(multi)
+    assert log[start:].startswith(multi + b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n")
+    assert b"*1\r\n$4\r\nEXEC\r\n" in log[start:]
+    # cut the log inside the transaction: on load the half transaction is dropped
+    cut = log[:start + len(multi) + 20]
+    open(path, "wb").write(cut)
+    with _aof_server(workdir) as again:
+        c = RawClient(port=again.port)
+        assert c.call("MGET", "a", "n") == b"*2\r\n$-1\r\n$-1\r\n"

@@ -236,3 +236,77 @@ def test_clients_get_loading_while_a_large_dataset_loads(workdir):
         proc.terminate()
         proc.wait(10)
     assert seen_loading and seen_info
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == pid:
+                out.append(int(entry))
+    return out
+
+
+def test_killed_bgrewriteaof_child_loses_nothing(workdir):
+    from integration.test_rdb_interop import build_dataset, snapshot
+
+    config = {"dir": workdir, "save": "", "appendonly": "yes", "appendfsync": "always"}
+    with Server(config=config) as server:
+        c = RawClient(port=server.port)
+        build_dataset(c)
+        c.call("SET", "big", "x" * 20_000_000)
+        assert c.call("BGREWRITEAOF").startswith(b"+Background append only file rewriting")
+        for pid in _children(server.process.pid):
+            os.kill(pid, signal.SIGKILL)
+        c.call("SET", "after", "kill")
+        deadline = time.monotonic() + 20
+        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        info = c.call("INFO", "persistence")
+        expected = snapshot(c)
+        temp = [f for f in os.listdir(os.path.join(workdir, "appendonlydir"))
+                if f.startswith("temp-")]
+    if b"aof_last_bgrewrite_status:err" in info:  # the kill landed before the child finished
+        assert not temp
+    with Server(config=config) as again:
+        assert snapshot(RawClient(port=again.port)) == expected
+
+
+def test_read_only_directory_keeps_the_old_file(workdir):
+    """As root only an immutable directory (chattr +i) refuses writes: SAVE and BGSAVE fail
+    with Redis's errors, writes get MISCONF, and the last good dump.rdb stays."""
+    import shutil as _shutil
+    import subprocess
+
+    if _shutil.which("chattr") is None:
+        pytest.skip("needs chattr")
+    with Server(config={"dir": workdir, "save": "3600 1"}) as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "before", "1")
+        assert c.call("SAVE") == b"+OK\r\n"
+        good = open(os.path.join(workdir, "dump.rdb"), "rb").read()
+        if subprocess.run(["chattr", "+i", workdir]).returncode != 0:
+            pytest.skip("this filesystem has no immutable attribute")
+        try:
+            c.call("SET", "more", "2")
+            assert c.call("SAVE").startswith(b"-ERR")
+            assert c.call("BGSAVE") == b"+Background saving started\r\n"
+            deadline = time.monotonic() + 10
+            while b"rdb_bgsave_in_progress:1" in c.call("INFO", "persistence"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert b"rdb_last_bgsave_status:err" in c.call("INFO", "persistence")
+            time.sleep(0.3)
+            assert c.call("SET", "x", "1").startswith(b"-MISCONF Redis is configured to save")
+            assert c.call("GET", "before") == b"$1\r\n1\r\n"
+            assert open(os.path.join(workdir, "dump.rdb"), "rb").read() == good
+            assert "Failed opening the temp RDB file" in server.log() or \
+                "Background saving error" in server.log()
+        finally:
+            subprocess.run(["chattr", "-i", workdir])
