@@ -1,15 +1,14 @@
 """The scripting engine: one Lua 5.1 state (lupa) per server and how scripts run.
 
-Threads, and why. A script runs on a dedicated worker thread while the event-loop thread
-serves the script's ``redis.call`` requests, so every command (and every socket write it
-causes) still happens on the loop thread. Until ``busy-reply-threshold`` passes, the loop
-thread waits for the worker, serving its calls, exactly as Redis blocks everything else.
-After the threshold the EVAL handler returns (its client marked blocked), the loop goes
-back to serving clients, and the dispatcher answers ``BUSY`` to every command that is not
-``allow_busy`` (SCRIPT KILL, FUNCTION KILL, SHUTDOWN…), which is Redis's
-``processEventsWhileBlocked`` behaviour. A Lua count hook lets SCRIPT KILL stop a script
-that has not written yet. The worker never touches server state, and the loop thread
-never touches the Lua state while a script runs.
+Where scripts run. A script runs on the loop thread, and its ``redis.call``s execute
+directly, so a script costs no thread hand-offs. Until ``busy-reply-threshold`` passes
+nothing else runs, exactly as Redis blocks everything else. After it, the Lua count hook
+serves other clients in between (``pykv.net.busy.BusyPoller``: it reads their sockets,
+accepts new connections, answers ``BUSY`` to every command that is not ``allow_busy`` — SCRIPT
+KILL, FUNCTION KILL, SHUTDOWN…), which is Redis's ``processEventsWhileBlocked``; SCRIPT KILL
+then stops a script that has not written yet. The older threaded mode (the script on a
+worker thread, its calls served by the loop thread; ``inline_scripts = False``) is kept for
+comparison.
 
 Scripts call commands through ``ScriptClient``, a connection-less client that captures
 replies as values; the checks Redis makes for scripts (unknown command, arity, noscript,
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
 
+from pykv.net.busy import BusyPoller
 from pykv.protocol import ErrorReply, RawReply, write_reply
 from pykv.scripting.libs import LibError, library_tables
 from pykv.scripting.prelude import PRELUDE
@@ -152,6 +152,11 @@ class Engine:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._worker = threading.Thread(target=self._work, name="pykv-lua", daemon=True)
         self._worker.start()
+        # scripts run on the loop thread (the worker thread is kept for the threaded mode)
+        self.inline_scripts = True
+        self._inline = False
+        self._inline_threshold: float | None = None
+        self._poller: BusyPoller | None = None
 
     # -- compiling -------------------------------------------------------------------
     def compile(self, body: bytes, chunkname: bytes = b"@user_script") -> Any:
@@ -192,9 +197,11 @@ class Engine:
                 return self.api.encode_result(result[1], caller_resp, ctx.lua_resp)
             return result
 
-        self._jobs.put(job)
         threshold = self.server.config.busy_reply_threshold / 1000.0
         can_yield = not getattr(caller, "executing_multi", False) and caller.conn is not None
+        if self.inline_scripts:
+            return self._run_inline(ctx, job, threshold if can_yield else None)
+        self._jobs.put(job)
         deadline = ctx.start + threshold if can_yield else None
         while True:
             timeout = None if deadline is None else deadline - time.monotonic()
@@ -209,6 +216,40 @@ class Engine:
             else:
                 self.ctx = None
                 return self._final_reply(ctx, payload)
+
+    def _run_inline(self, ctx: RunContext, job: Any, threshold: float | None) -> Any:
+        """Run the script here on the loop thread (no thread hand-offs per call). Past
+        ``busy-reply-threshold`` the Lua hook serves other clients in between
+        (``_serve_while_busy``: BUSY replies, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE), as
+        Redis's processEventsWhileBlocked does."""
+        self._inline_threshold = threshold
+        self._inline = True
+        try:
+            result = job()
+        except Exception as exc:  # a lupa/Python failure must still end the script
+            log.exception("script failed")
+            result = (False, b"ERR " + str(exc).encode(), None, None)
+        finally:
+            self._inline = False
+            self.ctx = None
+            if self.server.busy_script is ctx:
+                self.server.busy_script = None
+            if self._poller is not None:
+                self._poller.finish()
+                self._poller = None
+        return self._final_reply(ctx, result)
+
+    def _serve_while_busy(self, ctx: RunContext) -> None:
+        """Answer other clients (mostly ``-BUSY``) while a slow script holds the loop."""
+        server = self.server
+        if server.busy_script is not ctx:
+            log.warning("Slow script detected: still in execution after %d milliseconds. "
+                        "You can try killing the script using the %s command.",
+                        int((time.monotonic() - ctx.start) * 1000),
+                        "FUNCTION KILL" if ctx.is_function else "SCRIPT KILL")
+            server.busy_script = ctx
+            self._poller = BusyPoller(server)
+        self._poller.poll(ctx.caller)
 
     def _work(self) -> None:
         while True:
@@ -291,6 +332,8 @@ class Engine:
                 argv.append(b"%.14g" % a)
             else:
                 return TAG_ERROR, _ERR_ARGS
+        if self._inline:
+            return self._execute(self.ctx, argv)
         self._post(("call", argv))
         return self._responses.get()
 
@@ -334,7 +377,12 @@ class Engine:
 
     def _lua_hook(self) -> bool:
         ctx = self.ctx
-        return ctx is not None and ctx.killed
+        if ctx is None:
+            return False
+        if self._inline and self._inline_threshold is not None \
+                and time.monotonic() - ctx.start >= self._inline_threshold:
+            self._serve_while_busy(ctx)
+        return ctx.killed
 
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:

@@ -264,3 +264,23 @@ def test_busy_while_script_runs_pipeline_continues(pykv_proc):
     finally:
         c.call("CONFIG", "SET", "busy-reply-threshold", "5000")
         c.close()
+
+
+def test_connection_opened_during_a_busy_script_can_kill_it(pykv_proc):
+    """The script runs on the loop thread; past the threshold new connections are still
+    accepted (and handed to the loop afterwards), so an operator can send SCRIPT KILL."""
+    c = RawClient(port=pykv_proc.port)
+    c.call("CONFIG", "SET", "busy-reply-threshold", "50")
+    try:
+        c.send_raw(encode_command("EVAL", "while true do end", "0"))
+        time.sleep(0.2)
+        operator = RawClient(port=pykv_proc.port)
+        assert operator.call("GET", "x").startswith(b"-BUSY")
+        assert operator.call("SCRIPT", "KILL") == b"+OK\r\n"
+        assert c.read_reply().startswith(b"-ERR Script killed by user with SCRIPT KILL")
+        assert operator.call("PING") == b"+PONG\r\n"  # now served by the event loop
+        assert c.call("PING") == b"+PONG\r\n"
+        operator.close()
+    finally:
+        c.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+        c.close()

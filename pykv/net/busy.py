@@ -1,0 +1,131 @@
+"""Serving clients while the event loop is held by a slow script (processEventsWhileBlocked).
+
+A Lua script runs on the loop thread; past ``busy-reply-threshold`` Redis keeps answering
+other clients (``-BUSY``, ``SCRIPT KILL``, ``SHUTDOWN NOSAVE``) from inside the script's
+hook. The event loop cannot be re-entered, so ``BusyPoller.poll`` does its job by hand:
+
+* it reads what connected stream clients sent straight from their sockets (non-blocking
+  ``os.read``) and feeds their ``Client`` as the transport would; replies go out through the
+  transports as usual;
+* it accepts new connections on the tcp/unix listeners itself, serves them over a plain
+  socket (``HeldConnection``) while the script runs, and hands each one to the event loop
+  afterwards (``adopt``), keeping its ``Client``, so an operator can connect and send
+  ``SCRIPT KILL`` during a runaway script.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from typing import Any
+
+from pykv.net.base import Connection
+from pykv.net.stream import StreamConnection, format_address
+
+
+class HeldConnection(Connection):
+    """A connection accepted while the loop was busy: a plain non-blocking socket."""
+
+    def __init__(self, sock: socket.socket, type_name: str) -> None:
+        self.sock = sock
+        self.type_name = type_name
+        self.closed = False
+        if type_name == "unix":
+            self._peer = self._local = format_address(sock.getsockname(), "unix")
+        else:
+            self._peer = format_address(sock.getpeername(), "tcp")
+            self._local = format_address(sock.getsockname(), "tcp")
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def write(self, data: bytes | bytearray) -> None:
+        if not self.closed:
+            try:
+                self.sock.setblocking(True)  # short replies while busy: just send them
+                self.sock.sendall(data)
+                self.sock.setblocking(False)
+            except OSError:
+                self.closed = True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()
+
+    def peer_address(self) -> str:
+        return self._peer
+
+    def local_address(self) -> str:
+        return self._local
+
+    def fd(self) -> int:
+        return -1 if self.closed else self.sock.fileno()
+
+
+class BusyPoller:
+    """One busy period: polls clients and listeners until ``finish``."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.held: list[tuple[Any, HeldConnection]] = []
+        self._listen: list[tuple[socket.socket, str]] = []
+        for listener in server.listeners:
+            servers = getattr(listener, "servers", None) or (
+                [listener.server] if getattr(listener, "server", None) is not None else [])
+            type_name = "unix" if listener.spec.type == "unix" else "tcp"
+            if listener.spec.type not in ("tcp", "unix"):
+                continue
+            for srv in servers:
+                for s in srv.sockets or ():
+                    dup = socket.socket(fileno=os.dup(s.fileno()))
+                    dup.setblocking(False)
+                    self._listen.append((dup, type_name))
+
+    def poll(self, skip: Any) -> None:
+        server = self.server
+        for sock, type_name in self._listen:
+            while True:
+                try:
+                    conn, _ = sock.accept()
+                except (BlockingIOError, InterruptedError, OSError):
+                    break
+                conn.setblocking(False)
+                held = HeldConnection(conn, type_name)
+                client = server.accept(held)
+                self.held.append((client, held))
+        for client in list(server.clients.values()):
+            if client is skip or client.closed or client.conn is None:
+                continue
+            fd = client.conn.fd()
+            if fd < 0:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # nothing to read (EAGAIN) or a broken socket: later
+                continue
+            if data:
+                client.on_data(data)
+
+    def finish(self) -> None:
+        """Close the duplicated listener sockets; give held connections to the loop."""
+        for sock, _ in self._listen:
+            sock.close()
+        loop = self.server.loop
+        for client, held in self.held:
+            if held.closed or client.closed:
+                continue
+            loop.create_task(_adopt(loop, client, held))
+
+
+async def _adopt(loop: asyncio.AbstractEventLoop, client: Any, held: HeldConnection) -> None:
+    """Move a held connection under the event loop, keeping its Client."""
+    held.sock.setblocking(False)
+
+    def rebind(conn: Connection) -> Any:
+        client.conn = conn
+        return client
+
+    try:
+        await loop.connect_accepted_socket(lambda: StreamConnection(held.type_name, rebind),
+                                           held.sock)
+    except OSError:
+        client.close_now()
