@@ -40,6 +40,9 @@ COMPILED_PY_MODULES = [
     "pykv/storage/value_types.py",
     "pykv/commands/streams.py",
     "pykv/storage/stream_type.py",
+    "pykv/scripting/engine.py",
+    "pykv/commands/scripting.py",
+    "pykv/server/pubsub.py",
     # the RDMA transport's per-message path (sans-IO session, windows, software fabric)
     "pykv/rdma/messages.py",
     "pykv/rdma/window.py",

@@ -394,7 +394,7 @@ def xadd(c, argv):
         sid = args.id
     if sid <= last:
         raise ID_TOO_SMALL
-    if sum(len(x) for x in fields) > LISTPACK_MAX_SIZE:
+    if sum(map(len, fields)) > LISTPACK_MAX_SIZE:
         raise TOO_LARGE
     config = c.server.config
     s.append(sid, list(fields), config.stream_node_max_bytes, config.stream_node_max_entries)
@@ -404,16 +404,19 @@ def xadd(c, argv):
     trimmed = args.strategy is not None and _trim(s, args)
     if trimmed:
         _event(c, b"xtrim", key)
-    if not (args.id_given and args.seq_given) or args.strategy is not None:
+    reply = format_id(sid)
+    if c.server.propagate is not None and (
+            not (args.id_given and args.seq_given) or args.strategy is not None):
         # replay must not depend on the clock or on node boundaries: the ID made, then
         # the length the trim left
         nomk = [b"NOMKSTREAM"] if args.nomkstream else []
-        cmds = [[b"XADD", key, *nomk, format_id(sid), *fields]]
+        cmds = [[b"XADD", key, *nomk, reply, *fields]]
         if trimmed:
             cmds.append([b"XTRIM", key, b"MAXLEN", b"%d" % s.length])
         c.propagate_as(*cmds)
-    c.server.blocking.signal_key_as_ready(db, key)
-    return format_id(sid)
+    if db.blocking_keys:  # XREAD BLOCK waiters (the check is what signal_key_as_ready does)
+        c.server.blocking.signal_key_as_ready(db, key)
+    return reply
 
 
 @command("xtrim")

@@ -150,10 +150,10 @@ class Node:
         size += lp_int_size(_signed64(sid[0] - self.master[0]))
         size += lp_int_size(_signed64(sid[1] - self.master[1]))
         if flags & FLAG_SAMEFIELDS:
-            size += sum(lp_str_size(v) for v in flat[1::2])
+            size += sum(map(lp_str_size, flat[1::2]))
             lp_count = nfields + 3
         else:
-            size += lp_int_size(nfields) + sum(lp_str_size(x) for x in flat)
+            size += lp_int_size(nfields) + sum(map(lp_str_size, flat))
             lp_count = nfields * 2 + 4
         size += lp_int_size(lp_count)
         self.body_bytes += size
@@ -296,7 +296,7 @@ class StreamValue(Value):
         if node is not None:
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            total = sum(len(x) for x in flat)
+            total = sum(map(len, flat))
             if node.lp_bytes() + total >= max_bytes:
                 node = None
             elif max_entries and node.live + node.dead >= max_entries:
