@@ -1,4 +1,7 @@
-# The request parser's C interface, for the dispatcher (pykv/server/_core.pyx).
+# The request parser's C interface, for the dispatcher (pykv/server/_core.pyx) and the RDB
+# codecs (pykv/storage/rdb/_rio.pyx), which share its string2ll.
+cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept
+
 cdef class RequestParser:
     cdef bytearray buf
     cdef Py_ssize_t pos

@@ -12,7 +12,7 @@
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 cdef uint64_t _TABLE[256]
 cdef bint _table_ready = False
@@ -94,6 +94,23 @@ DEF MAX_OFF = 8192
 DEF MAX_REF = 264  # 7 + 255 + 2
 
 
+cdef Py_ssize_t _literals(uint8_t *out, Py_ssize_t op, Py_ssize_t max_out,
+                         const uint8_t *src, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """Emit ``src[start:end]`` as literal runs of at most 32 bytes; -1 if out of room."""
+    cdef Py_ssize_t k
+    while start < end:
+        k = end - start
+        if k > MAX_LIT:
+            k = MAX_LIT
+        if op + 1 + k > max_out:
+            return -1
+        out[op] = <uint8_t>(k - 1)
+        memcpy(out + op + 1, src + start, k)
+        op += 1 + k
+        start += k
+    return op
+
+
 def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
     """Compress ``src``; None when the result would not fit in ``max_out`` bytes.
 
@@ -107,7 +124,6 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
     cdef uint8_t *out = <uint8_t *>malloc(max_out + 1 if max_out > 0 else 1)
     cdef Py_ssize_t ip = 0, op = 0, lit_start = 0, ref, length, maxlen, off, k
     cdef uint32_t h
-    cdef Py_ssize_t lit
     if htab == NULL or out == NULL:
         free(htab)
         free(out)
@@ -129,19 +145,9 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
                 length = 3
                 while length < maxlen and src[ref + length] == src[ip + length]:
                     length += 1
-                # flush pending literals
-                lit = ip - lit_start
-                while lit > 0:
-                    k = lit if lit < MAX_LIT else MAX_LIT
-                    if op + 1 + k > max_out:
-                        return None
-                    out[op] = <uint8_t>(k - 1)
-                    op += 1
-                    for _ in range(k):
-                        out[op] = src[lit_start]
-                        op += 1
-                        lit_start += 1
-                    lit -= k
+                op = _literals(out, op, max_out, &src[0], lit_start, ip)
+                if op < 0:
+                    return None
                 length -= 2
                 if length < 7:
                     if op + 2 > max_out:
@@ -160,18 +166,10 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
                 lit_start = ip
             else:
                 ip += 1
-        lit = n - lit_start
-        while lit > 0:
-            k = lit if lit < MAX_LIT else MAX_LIT
-            if op + 1 + k > max_out:
+        if n:
+            op = _literals(out, op, max_out, &src[0], lit_start, n)
+            if op < 0:
                 return None
-            out[op] = <uint8_t>(k - 1)
-            op += 1
-            for _ in range(k):
-                out[op] = src[lit_start]
-                op += 1
-                lit_start += 1
-            lit -= k
         return PyBytes_FromStringAndSize(<char *>out, op)
     finally:
         free(htab)

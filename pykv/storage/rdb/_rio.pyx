@@ -12,6 +12,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from pykv.protocol._parser cimport parse_ll
 from pykv.storage.rdb._codec import LzfError, lzf_compress, lzf_decompress
 
 DEF ENC_INT8 = 0
@@ -22,36 +23,6 @@ DEF ENC_LZF = 3
 
 class RdbFormatError(ValueError):
     """The bytes are not a valid RDB stream (or use a feature pykv can't load)."""
-
-
-cdef bint _strict_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
-    """``string2ll``: canonical decimal only (what round-trips through ``%lld``)."""
-    cdef Py_ssize_t i = 0
-    cdef bint neg = False
-    cdef unsigned long long v = 0
-    if n == 0 or n > 20:
-        return False
-    if n == 1 and s[0] == b'0':
-        out[0] = 0
-        return True
-    if s[0] == b'-':
-        neg = True
-        i = 1
-        if n == 1:
-            return False
-    if s[i] < b'1' or s[i] > b'9':
-        return False
-    while i < n:
-        if s[i] < b'0' or s[i] > b'9':
-            return False
-        if v > 922337203685477580ULL:
-            return False
-        v = v * 10 + <unsigned long long>(s[i] - 48)
-        i += 1
-    if v > 9223372036854775807ULL + (1 if neg else 0):
-        return False
-    out[0] = -<long long>v if neg else <long long>v
-    return True
 
 
 cdef class RdbWriter:
@@ -85,7 +56,7 @@ cdef class RdbWriter:
         cdef const unsigned char[:] view = data
         cdef Py_ssize_t n = view.shape[0]
         cdef long long value
-        if 0 < n <= 11 and _strict_ll(<const char *>&view[0], n, &value) \
+        if 0 < n <= 11 and parse_ll(<const char *>&view[0], n, &value) \
                 and -2147483648 <= value <= 2147483647:
             self._int_string(value)
             return
@@ -302,7 +273,7 @@ cdef void _put_entry(bytearray out, item) except *:
     else:
         view = item
         n = view.shape[0]
-        is_int = n and _strict_ll(<const char *>&view[0], n, &v)
+        is_int = n and parse_ll(<const char *>&view[0], n, &v)
     start = PyByteArray_GET_SIZE(out)
     if is_int:
         if 0 <= v <= 127:
