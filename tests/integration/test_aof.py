@@ -231,3 +231,24 @@ def test_transactions_are_logged_whole(workdir):
     with _aof_server(workdir) as again:
         c = RawClient(port=again.port)
         assert c.call("MGET", "a", "n") == b"*2\r\n$-1\r\n$-1\r\n"
+
+
+def test_automatic_rewrite_on_growth(workdir):
+    config = {"auto-aof-rewrite-min-size": "1mb", "auto-aof-rewrite-percentage": "100",
+              "appendfsync": "no"}
+    with _aof_server(workdir, **config) as server:
+        c = RawClient(port=server.port)
+        for i in range(40):
+            c.call("SET", f"k{i % 4}", "x" * 100_000)  # the log grows, the dataset doesn't
+        deadline = time.monotonic() + 30
+        while True:
+            info = c.call("INFO", "persistence")
+            if b"aof_rewrites:1" in info and b"aof_rewrite_in_progress:0" in info:
+                break
+            assert time.monotonic() < deadline, info
+            time.sleep(0.1)
+        expected = snapshot(c)
+    files = os.listdir(os.path.join(workdir, "appendonlydir"))
+    assert [f for f in files if ".base." in f] == ["appendonly.aof.2.base.rdb"]
+    with _aof_server(workdir) as again:
+        assert snapshot(RawClient(port=again.port)) == expected

@@ -310,3 +310,33 @@ def test_read_only_directory_keeps_the_old_file(workdir):
                 "Background saving error" in server.log()
         finally:
             subprocess.run(["chattr", "-i", workdir])
+
+
+def test_sigterm_saves_when_save_points_are_set(workdir):
+    server = Server(config={"dir": workdir, "save": "3600 1"}).start()
+    c = RawClient(port=server.port)
+    c.call("SET", "kept", "by sigterm")
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(30) == 0
+    server.process = None
+    assert os.path.exists(os.path.join(workdir, "dump.rdb"))
+    with Server(config={"dir": workdir, "save": ""}) as again:
+        assert RawClient(port=again.port).call("GET", "kept") == b"$10\r\nby sigterm\r\n"
+
+
+def test_shutdown_nosave_and_save_override_the_save_points(workdir):
+    with Server(config={"dir": workdir, "save": ""}) as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "a", "1")
+        c.send_raw(encode_command("SHUTDOWN", "SAVE"))
+        assert c.read_until_closed() == b""
+        server.process.wait(30)
+    assert os.path.exists(os.path.join(workdir, "dump.rdb"))
+    os.unlink(os.path.join(workdir, "dump.rdb"))
+    with Server(config={"dir": workdir, "save": "3600 1"}) as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "a", "1")
+        c.send_raw(encode_command("SHUTDOWN", "NOSAVE"))
+        c.read_until_closed()
+        server.process.wait(30)
+    assert not os.path.exists(os.path.join(workdir, "dump.rdb"))

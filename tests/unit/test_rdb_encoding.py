@@ -1,0 +1,148 @@
+"""RDB building blocks on hand-built bytes: lengths, strings, listpack, intset, and the older
+ziplist and zipmap blobs that files from Redis < 7 contain (laid out as the format defines)."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pykv.storage.rdb import encoding as enc
+from pykv.storage.rdb._codec import crc64, lzf_compress, lzf_decompress
+from pykv.storage.rdb.encoding import (
+    RdbFormatError,
+    RdbReader,
+    RdbWriter,
+    intset_decode,
+    intset_encode,
+    listpack_decode,
+    listpack_encode,
+    ziplist_decode,
+    zipmap_decode,
+)
+
+
+def test_crc64_check_value():
+    assert crc64(0, b"123456789") == 0xE9C6D914C4B8D9CA
+
+
+@pytest.mark.parametrize("data", [b"", b"a", b"abc" * 1000, bytes(range(256)) * 20])
+def test_lzf_round_trip(data):
+    packed = lzf_compress(data)
+    assert lzf_decompress(packed, len(data)) == data
+
+
+def test_lzf_refuses_to_grow():
+    assert lzf_compress(bytes(range(100)), 96) is None
+
+
+@pytest.mark.parametrize("n", [0, 63, 64, 16383, 16384, 2**32 - 1, 2**32, 2**40])
+def test_length_encodings(n):
+    w = RdbWriter()
+    w.length(n)
+    first = w.buf[0]
+    if n < 64:
+        assert first >> 6 == 0
+    elif n < 16384:
+        assert first >> 6 == 1
+    elif n <= 0xFFFFFFFF:
+        assert first == 0x80
+    else:
+        assert first == 0x81
+    assert RdbReader(bytes(w.buf)).length() == n
+
+
+@pytest.mark.parametrize("value,encoded", [
+    (b"12", b"\xc0\x0c"), (b"-1", b"\xc0\xff"), (b"300", b"\xc1\x2c\x01"),
+    (b"70000", b"\xc2\x70\x11\x01\x00"), (b"012", b"\x03012"), (b"", b"\x00"),
+])
+def test_string_integer_encodings(value, encoded):
+    w = RdbWriter()
+    w.string(value)
+    assert bytes(w.buf) == encoded
+    assert RdbReader(encoded).string() == value
+
+
+def test_compressed_string():
+    w = RdbWriter()
+    w.string(b"x" * 500)
+    assert w.buf[0] == 0xC3
+    assert RdbReader(bytes(w.buf)).string() == b"x" * 500
+
+
+def test_truncated_input_is_a_format_error():
+    with pytest.raises(RdbFormatError):
+        RdbReader(b"\x05ab").string()
+
+
+def test_listpack_layout():
+    blob = listpack_encode([b"a", b"5", b"-1"])
+    # header: total bytes, count; entries: 0x81 'a' backlen 2 | 5 backlen 1 | 13-bit -1
+    assert blob == (struct.pack("<IH", len(blob), 3) + b"\x81a\x02" + b"\x05\x01"
+                    + b"\xdf\xff\x02" + b"\xff")
+    assert listpack_decode(blob) == [b"a", b"5", b"-1"]
+
+
+def test_intset():
+    blob = intset_encode([3, -2, 70000])
+    assert blob[:8] == struct.pack("<II", 4, 3)
+    assert intset_decode(blob) == [b"-2", b"3", b"70000"]
+
+
+def _ziplist(entries: list[bytes]) -> bytes:
+    body = b""
+    prev = 0
+    for e in entries:
+        header = bytes([prev]) if prev < 254 else b"\xfe" + struct.pack("<I", prev)
+        entry = header + e
+        body += entry
+        prev = len(entry)
+    total = 10 + len(body) + 1
+    return struct.pack("<IIH", total, 0, len(entries)) + body + b"\xff"
+
+
+def test_ziplist_entries():
+    blob = _ziplist([
+        b"\x03abc",                      # 6-bit string length
+        b"\x40\x05hello",                # 14-bit string length
+        b"\xc0" + struct.pack("<h", -300),   # int16
+        b"\xd0" + struct.pack("<i", 100000),  # int32
+        b"\xe0" + struct.pack("<q", 2**40),   # int64
+        b"\xf0" + (70000).to_bytes(3, "little", signed=True),  # int24
+        b"\xfe" + struct.pack("<b", -5),  # int8
+        b"\xf1",                          # immediate 0
+        b"\xfd",                          # immediate 12
+    ])
+    assert ziplist_decode(blob) == [b"abc", b"hello", b"-300", b"100000", b"%d" % 2**40,
+                                    b"70000", b"-5", b"0", b"12"]
+
+
+def test_zipmap_pairs():
+    # zmlen, then (klen key vlen free value)*, 0xff
+    blob = b"\x02" + b"\x01a\x03\x00one" + b"\x02bb\x01\x02x\x00\x00" + b"\xff"
+    assert zipmap_decode(blob) == [b"a", b"one", b"bb", b"x"]
+
+
+def test_older_types_load_as_values():
+    from pykv.config import Config
+    from pykv.storage.rdb.objects import load_object
+
+    config = Config()
+    hash_blob = _ziplist([b"\x01f", b"\x01v", b"\x01g", b"\xf2"])
+    w = RdbWriter(compress=False)
+    w.string(hash_blob)
+    value = load_object(RdbReader(bytes(w.buf)), enc.TYPE_HASH_ZIPLIST, config)
+    assert value.type_name == b"hash" and dict(value.d) == {b"f": b"v", b"g": b"1"}
+    zset_blob = _ziplist([b"\x01m", b"\x031.5"])
+    w = RdbWriter(compress=False)
+    w.string(zset_blob)
+    z = load_object(RdbReader(bytes(w.buf)), enc.TYPE_ZSET_ZIPLIST, config)
+    assert z.scores == {b"m": 1.5}
+    w = RdbWriter(compress=False)
+    w.length(1)
+    w.string(_ziplist([b"\x01a", b"\x01b"]))
+    lst = load_object(RdbReader(bytes(w.buf)), enc.TYPE_LIST_QUICKLIST, config)
+    assert list(lst.items) == [b"a", b"b"]
+    w = RdbWriter(compress=False)
+    w.string(b"\x01" + b"\x01k\x01\x00v" + b"\xff")
+    zm = load_object(RdbReader(bytes(w.buf)), enc.TYPE_HASH_ZIPMAP, config)
+    assert dict(zm.d) == {b"k": b"v"}
