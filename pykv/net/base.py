@@ -9,8 +9,9 @@ A transport delivers bytes by calling ``handler.on_data(data)`` and reports the 
 connection with ``handler.on_close()``, where ``handler`` is what ``accept`` (the server's
 ``Server.accept``) returned for that connection. Transports that keep received bytes outside
 the kernel socket (TLS, RDMA) answer ``has_pending_data()`` and drain in
-``process_pending_data()``; the server calls that until nothing is left, each loop
-iteration, as Valkey's event loop does.
+``process_pending_data()``; such a transport schedules that drain on the next loop iteration
+(``loop.call_soon``) whenever something is left, so no received byte waits for another
+readiness event — Valkey's rule that every iteration processes pending data.
 """
 from __future__ import annotations
 

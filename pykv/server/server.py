@@ -75,7 +75,6 @@ class Server(ServerCore):
         self.cron_hooks: list[Callable[[], None]] = []
         self.shutdown_hooks: list[Callable[[], None]] = []
         self.client_close_hooks: list[Callable[[Client], None]] = []
-        self.pending_transports: set[Connection] = set()
         self._cron_handle: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
         self.cronloops = 0
@@ -340,8 +339,6 @@ class Server(ServerCore):
             client.flush()
             return client
         self.clients[client.id] = client
-        if conn.has_pending_data is not Connection.has_pending_data:
-            self.pending_transports.add(conn)
         return client
 
     def remove_client(self, client: Client) -> None:
@@ -349,8 +346,6 @@ class Server(ServerCore):
             return
         if client.monitor and client in self.monitors:
             self.monitors.remove(client)
-        if client.conn is not None:
-            self.pending_transports.discard(client.conn)
         for hook in self.client_close_hooks:
             hook(client)
 
@@ -520,12 +515,6 @@ class Server(ServerCore):
                 db.active_expire(deadline, 20 + 5 * (effort - 1))
             if time.monotonic_ns() >= deadline:
                 break
-
-    def process_pending_transports(self) -> None:
-        """Drain transports that hold received bytes outside the kernel (RDMA, TLS)."""
-        for conn in list(self.pending_transports):
-            while conn.has_pending_data():
-                conn.process_pending_data()
 
     def now_info_uptime(self) -> int:
         return int(time.monotonic() - self.start_monotonic)
