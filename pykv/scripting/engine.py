@@ -144,6 +144,11 @@ class Engine:
         self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
                                     register_builtins=False, unpack_returned_tuples=True)
         self.api = self.lua.execute(PRELUDE, _Host(self, self.lua))
+        # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
+        self._api_run = self.api.run
+        self._api_run_callback = self.api.run_callback
+        self._api_encode_result = self.api.encode_result
+        self._api_resp_to_lua = self.api.resp_to_lua
         self.scripts: dict[bytes, tuple[bytes, Any]] = {}
         self.client = ScriptClient(server)
         self.ctx: RunContext | None = None
@@ -187,14 +192,14 @@ class Engine:
         client.user = caller.user
         client.authenticated = True
         self.ctx = ctx
-        runner = self.api.run_callback if as_callback else self.api.run
+        runner = self._api_run_callback if as_callback else self._api_run
         caller_resp = caller.resp
         nkeys = len(keys)
 
         def job() -> Any:
             result = runner(fn, nkeys, *keys, *args)
             if result[0]:
-                return self.api.encode_result(result[1], caller_resp, ctx.lua_resp)
+                return self._api_encode_result(result[1], caller_resp, ctx.lua_resp)
             return result
 
         threshold = self.server.config.busy_reply_threshold / 1000.0
@@ -342,7 +347,7 @@ class Engine:
         if tag == TAG_VALUE:
             return value
         if tag == TAG_RESP:
-            return self.api.resp_to_lua(value)
+            return self._api_resp_to_lua(value)
         raise CommandError(value.decode("utf-8", "surrogateescape"))
 
     def _lua_call_protected(self, *args: Any) -> Any:
@@ -350,7 +355,7 @@ class Engine:
         if tag == TAG_VALUE:
             return value
         if tag == TAG_RESP:
-            return self.api.resp_to_lua(value)
+            return self._api_resp_to_lua(value)
         return self.lua.table_from({b"err": value})
 
     def _lua_log(self, *args: Any) -> None:
