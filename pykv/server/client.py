@@ -101,8 +101,9 @@ class Client(ClientCore):
 
     # -- processing (the hot path lives in ClientCore, pykv/server/_core.pyx) -----------
     def protocol_error(self, message: str) -> None:
-        self.add_reply(ErrorReply(b"ERR " + message.encode("latin-1", "replace")))
-        self.server.stat_unexpected_error("ERR")
+        err = ErrorReply(b"ERR " + message.encode("latin-1", "replace"))
+        self.add_reply(err)
+        self.server.count_error(err)
         log.info("Protocol error (%s) from client: id=%d addr=%s", message, self.id,
                  self.conn.peer_address() if self.conn else "?")
         self.parser.reset()

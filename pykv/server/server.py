@@ -355,11 +355,6 @@ class Server(ServerCore):
         self.errorstats[code] = self.errorstats.get(code, 0) + 1
         self.stat_total_error_replies += 1
 
-    def stat_unexpected_error(self, code: str) -> None:
-        key = code.encode()
-        self.errorstats[key] = self.errorstats.get(key, 0) + 1
-        self.stat_total_error_replies += 1
-
     @property
     def stat_expired_keys(self) -> int:
         return self.stat_expired_keys_base + sum(db.expired_count for db in self.dbs)
@@ -529,10 +524,3 @@ class Server(ServerCore):
         """Clients blocked on keys (INFO clients ``blocked_clients``)."""
         return self.blocking.count
 
-    def db_or_error(self, index: int) -> Database:
-        if not 0 <= index < len(self.dbs):
-            raise ErrorReply(b"ERR DB index is out of range")
-        return self.dbs[index]
-
-    def info_extra(self) -> dict[str, Any]:
-        return {}

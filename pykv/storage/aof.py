@@ -34,6 +34,7 @@ from typing import Any
 from pykv.protocol import ProtocolError, RequestParser
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps, serialize
+from pykv.util.steps import run_to_end
 
 log = logging.getLogger("pykv")
 
@@ -169,12 +170,7 @@ class AppendOnlyFile:
 
     def load(self) -> bool:
         """Replay the AOF into the (empty) databases in one go; see ``load_steps``."""
-        steps = self.load_steps()
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value
+        return run_to_end(self.load_steps())
 
     def load_steps(self):
         """Replay the AOF, yielding every so many keys or commands (the server answers

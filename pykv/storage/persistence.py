@@ -20,6 +20,7 @@ from typing import Any
 from pykv.protocol import ErrorReply
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps, serialize, write_atomically
+from pykv.util.steps import run_to_end
 
 log = logging.getLogger("pykv")
 
@@ -44,7 +45,6 @@ class RdbPersistence:
         self.lastsave = int(time.time())
         self.last_bgsave_try = 0.0
         self.dirty_before_bgsave = 0
-        self.loading = False
         self.loading_start = 0.0
         self.loading_total = 0  # bytes of the file being loaded, and how far we are
         self.loading_done = 0
@@ -220,12 +220,7 @@ class RdbPersistence:
     # -- loading --------------------------------------------------------------------------
     def load(self, replace: bool = True) -> bool:
         """Load ``dir/dbfilename`` in one go (DEBUG RELOAD); see ``load_steps``."""
-        steps = self.load_steps(replace)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value
+        return run_to_end(self.load_steps(replace))
 
     def load_steps(self, replace: bool = True):
         """Load ``dir/dbfilename`` into the databases; False if there is none.
@@ -239,7 +234,6 @@ class RdbPersistence:
         except FileNotFoundError:
             return False
         server = self.server
-        self.loading = True
         self.loading_start = time.time()
         start = time.monotonic()
         now_ms = int(time.time() * 1000)
@@ -267,18 +261,15 @@ class RdbPersistence:
 
         self.loading_total = len(data)
         self.loading_done = 0
-        try:
-            steps = parse_steps(data, server.config, add,
-                                verify_checksum=getattr(server.config, "rdbchecksum", True))
-            while True:
-                try:
-                    self.loading_done = next(steps)
-                except StopIteration as done:
-                    contents = done.value
-                    break
-                yield self.loading_done
-        finally:
-            self.loading = False
+        steps = parse_steps(data, server.config, add,
+                            verify_checksum=getattr(server.config, "rdbchecksum", True))
+        while True:
+            try:
+                self.loading_done = next(steps)
+            except StopIteration as done:
+                contents = done.value
+                break
+            yield self.loading_done
         restore = getattr(server, "restore_function_libraries", None)
         if contents.functions and restore is not None:
             restore(contents.functions)

@@ -3,11 +3,10 @@
 ``serialize(dbs, config, ...)`` produces what Redis 7.0's ``rdbSaveRio`` produces: the
 ``REDIS0010`` magic, AUX fields, per database SELECTDB + RESIZEDB, each key with its
 EXPIRETIME_MS, the functions when there are any (FUNCTION2), EOF and the CRC-64 (zero when
-``rdbchecksum no``). ``parse(data, ...)`` reads files from Redis 7.0 and older (RDB 1–10),
-checking the checksum when present, and yields the keys to load.
-
-Serialisation walks the databases in chunks so a parent process could interleave it with
-serving; in practice SAVE runs it in one go and BGSAVE in a forked child.
+``rdbchecksum no``). ``parse_steps(data, ...)`` reads files from Redis 7.0 and older
+(RDB 1–10), checking the checksum when present, hands each key to a callback, and yields
+between batches of keys so that a loader can keep the event loop answering ``-LOADING``.
+SAVE serialises in the foreground, BGSAVE in a forked child.
 """
 from __future__ import annotations
 
@@ -65,27 +64,15 @@ class RdbContents:
     end_offset: int = 0  # where the RDB ends (an AOF base may continue with commands)
 
 
-def parse(data: bytes, config: Any, on_key: Callable[[int, bytes, Any, int, int], None],
-          verify_checksum: bool = True) -> RdbContents:
-    """Parse a whole RDB file, calling ``on_key(db, key, value, expire_ms, idle)`` for
-    every key (``expire_ms`` and ``idle`` are -1 when absent)."""
-    steps = parse_steps(data, config, on_key, verify_checksum)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 LOAD_STEP_KEYS = 1024
 
 
 def parse_steps(data: bytes, config: Any,
                 on_key: Callable[[int, bytes, Any, int, int], None],
                 verify_checksum: bool = True):
-    """``parse`` as a generator: yields the bytes consumed so far every ``LOAD_STEP_KEYS``
-    keys, so a loader can let the event loop answer ``-LOADING`` in between; returns the
-    file's ``RdbContents``."""
+    """Parse a whole RDB file, calling ``on_key(db, key, value, expire_ms, idle)`` for every
+    key (``expire_ms`` and ``idle`` are -1 when absent). Yields the bytes consumed so far
+    every ``LOAD_STEP_KEYS`` keys; returns the file's ``RdbContents``."""
     if len(data) < 9 or data[:5] != MAGIC:
         raise RdbFormatError("Wrong signature trying to load DB from file")
     try:
