@@ -115,3 +115,17 @@ PROTECTED_MODE_DENIED = ErrorReply(
     b"'--protected-mode no' option. 4) Setup a an authentication password for the default "
     b"user. NOTE: You only need to do one of the above things in order for the server to "
     b"start accepting connections from the outside.")
+
+
+# -- persistence --------------------------------------------------------------------------------
+MISCONF_RDB = ErrorReply(
+    b"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist "
+    b"to disk. Commands that may modify the data set are disabled, because this instance is "
+    b"configured to report errors during writes if RDB snapshotting fails "
+    b"(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the "
+    b"RDB error.")
+LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
+
+
+def misconf_aof(reason: str) -> ErrorReply:
+    return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())

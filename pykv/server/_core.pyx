@@ -30,7 +30,7 @@ log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns
 cdef type _ErrorReply = ErrorReply
 cdef object _QUEUED = QUEUED
-cdef object _LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
+cdef object _LOADING = errors.LOADING
 
 
 class NoReply:

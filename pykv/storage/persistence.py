@@ -17,19 +17,13 @@ import signal
 import time
 from typing import Any
 
-from pykv.protocol import ErrorReply
+from pykv import errors
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps, serialize, write_atomically
 from pykv.util.steps import run_to_end
 
 log = logging.getLogger("pykv")
 
-MISCONF_RDB = ErrorReply(
-    b"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist "
-    b"to disk. Commands that may modify the data set are disabled, because this instance is "
-    b"configured to report errors during writes if RDB snapshotting fails "
-    b"(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the "
-    b"RDB error.")
 
 
 class RdbPersistence:
@@ -210,10 +204,9 @@ class RdbPersistence:
         """Keep ``server.deny_write_error`` in step (Redis's writeCommandsDeniedByDiskError)."""
         server = self.server
         if self.writes_denied():
-            server.deny_write_error = MISCONF_RDB
+            server.deny_write_error = errors.MISCONF_RDB
         elif not server.aof.last_write_ok and server.aof.enabled:
-            server.deny_write_error = ErrorReply(
-                b"MISCONF Errors writing to the AOF file: " + server.aof.last_error.encode())
+            server.deny_write_error = errors.misconf_aof(server.aof.last_error)
         else:
             server.deny_write_error = None
 
