@@ -5,7 +5,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -114,15 +113,8 @@ def test_killed_bgsave_child_keeps_the_old_file_and_refuses_writes(workdir):
         assert c.call("BGSAVE") == b"+Background saving started\r\n"
         info = c.call("INFO", "persistence")
         # find the child and kill it while it writes
-        for pid in os.listdir("/proc"):
-            if pid.isdigit() and int(pid) != server.process.pid:
-                try:
-                    with open(f"/proc/{pid}/stat") as fh:
-                        ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-                except OSError:
-                    continue
-                if ppid == server.process.pid:
-                    os.kill(int(pid), signal.SIGKILL)
+        for pid in _children(server.process.pid):
+            os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while b"rdb_bgsave_in_progress:1" in info:
             assert time.monotonic() < deadline
@@ -192,11 +184,6 @@ def test_same_digest_from_rdb_and_from_aof(workdir):
     with Server(config={"dir": rdb_dir, "save": "",
                         "enable-debug-command": "yes"}) as from_rdb:
         assert RawClient(port=from_rdb.port).call("DEBUG", "DIGEST") == digest
-
-
-def test_socket_helper_is_used():
-    # keeps the encode helper imported for raw pipelines in this module's future cases
-    assert encode_command("PING") == b"*1\r\n$4\r\nPING\r\n" and socket
 
 
 def test_clients_get_loading_while_a_large_dataset_loads(workdir):
