@@ -81,6 +81,51 @@ cdef class ServerCore:
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
     cdef public bint pause_active
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
+    cdef public list deferred  # clients whose output is written at this iteration's end
+    cdef public object loop
+
+    def defer_flush(self, ClientCore client):
+        """Write ``client``'s output once the current callback completes (with everyone
+        else's of this iteration: one AOF write, one socket write per client)."""
+        if client.write_pending:
+            return
+        client.write_pending = True
+        if self.deferred is None:
+            self.deferred = []
+        self.deferred.append(client)
+        if len(self.deferred) == 1:
+            if self.loop is not None:
+                self.loop.call_soon(self.flush_deferred)
+            else:
+                self.flush_deferred()
+
+    def flush_deferred(self):
+        cdef ClientCore client
+        pending, self.deferred = self.deferred, []
+        if self.aof is not None and self.aof.buf:
+            self.aof.flush_before_replies()
+        for client in pending:
+            client.write_pending = False
+            if not client.closed:
+                client.write_out()
+
+
+cdef class AofFeedCore:
+    """The append-only file's command buffer (``pykv.storage.aof.AppendOnlyFile`` adds the
+    files): ``feed`` runs for every write command while the AOF is on."""
+
+    cdef public bytearray buf
+    cdef public int current_db
+    cdef public long long fed  # commands fed so far (EXEC wrapping counts its own)
+
+    cpdef feed(self, int db_id, list argv):
+        """Append ``argv`` as a RESP command, after a SELECT when the database changes
+        (a list of bulk strings is exactly a RESP command)."""
+        if db_id != self.current_db:
+            write_reply(self.buf, [b"SELECT", b"%d" % db_id], 2)
+            self.current_db = db_id
+        write_reply(self.buf, argv, 2)
+        self.fed += 1
 
 
 cdef bint _queues_a_write(object queued):
@@ -104,6 +149,7 @@ cdef class ClientCore:
     cdef public int resp, db_index, reply_mode
     cdef public bint authenticated, closing, closed, paused, deny_blocking, multi_dirty
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
+    cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
 
@@ -235,7 +281,10 @@ cdef class ClientCore:
             reply = ErrorReply(b"ERR internal error while running the command")
         elapsed = _perf_ns() - start
         if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
-            self.propagate_effects(db_id, argv)
+            if self.propagate_override is None:
+                server.propagate(db_id, argv)
+            else:
+                self.propagate_effects(db_id, argv)
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         cmd.calls += 1
@@ -277,11 +326,19 @@ cdef class ClientCore:
             self.reply_mode = 0
 
     def flush(self):
-        """Write the AOF (fsynced under "always") first, then this client's replies."""
-        cdef bytearray out = self.out
+        """Send this client's replies, or, when commands have left AOF data to write,
+        queue them for the end of this loop iteration: then the AOF is written (and fsynced
+        under "always") once for every client of the iteration before any of their replies
+        leaves, as Redis's beforeSleep does."""
         aof = self.server.aof
         if aof is not None and aof.buf:
-            aof.flush_before_replies()
+            self.server.defer_flush(self)
+            return
+        self.write_out()
+
+    def write_out(self):
+        """Hand the output buffer to the connection now (and close if asked to)."""
+        cdef bytearray out = self.out
         if out and self.conn is not None and not self.closed:
             self.out = bytearray()
             self.net_out += len(out)

@@ -92,7 +92,6 @@ class Client(ClientCore):
         self.net_out = 0
         self.argv_len_sum = 0
         self.tracking: Any = None
-        self.write_pending = False  # queued for a flush at the end of this loop iteration
 
     # -- transport callbacks ------------------------------------------------------------
     def on_close(self) -> None:

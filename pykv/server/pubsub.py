@@ -58,7 +58,6 @@ class PubSub:
         self.patterns: Registry = {}
         self.shard_channels: Registry = {}
         self.event_flags: frozenset[str] = frozenset()
-        self._pending_flush: list[Client] = []  # subscribers with messages not yet written
         server.client_close_hooks.append(self.forget_client)
         for db in server.dbs:
             db.on_expired = self._on_expired
@@ -135,23 +134,7 @@ class PubSub:
             return
         # one write per subscriber per loop iteration, not per message: the flush runs
         # right after the current callback (the publisher's batch, a timer) completes
-        if not client.write_pending:
-            client.write_pending = True
-            pending = self._pending_flush
-            pending.append(client)
-            if len(pending) == 1:
-                loop = self.server.loop
-                if loop is not None:
-                    loop.call_soon(self._flush_pending)
-                else:
-                    self._flush_pending()
-
-    def _flush_pending(self) -> None:
-        pending, self._pending_flush = self._pending_flush, []
-        for client in pending:
-            client.write_pending = False
-            if not client.closed:
-                client.flush()
+        self.server.defer_flush(client)
 
     # -- output buffer limits ---------------------------------------------------------
     def _over_output_limit(self, client: Client) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykv.protocol import ProtocolError, RequestParser
+from pykv.server._core import AofFeedCore
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps, serialize
 from pykv.util.steps import run_to_end
@@ -104,8 +105,8 @@ def encode_command(argv: list[bytes]) -> bytes:
     return b"".join(out)
 
 
-class AppendOnlyFile:
-    """Runtime state of the AOF for one server."""
+class AppendOnlyFile(AofFeedCore):
+    """Runtime state of the AOF for one server (the buffer fed per command: AofFeedCore)."""
 
     def __init__(self, server: Any) -> None:
         self.server = server
@@ -114,7 +115,7 @@ class AppendOnlyFile:
         self.fd = -1
         self.manifest = Manifest()
         self.current_db = -1
-        self.fed = 0  # commands fed so far (EXEC wrapping counts its own)
+        self.fed = 0
         self.current_size = 0
         self.base_size = 0  # size of the AOF after the last rewrite (auto-rewrite growth)
         self.last_write_ok = True
@@ -342,14 +343,6 @@ class AppendOnlyFile:
         self._persist_manifest()
 
     # -- writing -------------------------------------------------------------------------
-    def feed(self, db_id: int, argv: list[bytes]) -> None:
-        buf = self.buf
-        if db_id != self.current_db:
-            buf += encode_command([b"SELECT", b"%d" % db_id])
-            self.current_db = db_id
-        buf += encode_command(argv)
-        self.fed += 1
-
     def begin_transaction(self, db_id: int) -> tuple[int, int]:
         """Remember where an EXEC's effects start in the buffer (after the SELECT of the
         database it starts in, which Redis writes before the MULTI)."""
@@ -395,8 +388,8 @@ class AppendOnlyFile:
         policy = self.server.config.appendfsync
         if policy == "always":
             self._fsync_now()
-        elif policy == "everysec":
-            self._fsync_pending.set()
+        elif policy == "everysec" and not self._fsync_pending.is_set():
+            self._fsync_pending.set()  # Event.set takes a lock: only when it changes
 
     def _fsync_now(self) -> None:
         if self.fd >= 0:
