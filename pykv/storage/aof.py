@@ -34,7 +34,7 @@ from typing import Any
 from pykv.protocol import ProtocolError, RequestParser
 from pykv.server._core import AofFeedCore
 from pykv.storage.rdb.encoding import RdbFormatError
-from pykv.storage.rdb.file import parse_steps, serialize
+from pykv.storage.rdb.file import fsync_dir, parse_steps, serialize, write_file
 from pykv.util.steps import run_to_end
 
 log = logging.getLogger("pykv")
@@ -158,7 +158,7 @@ class AppendOnlyFile(AofFeedCore):
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path(self.manifest_name))
-        _fsync_dir(self.dirpath)
+        fsync_dir(self.dirpath)
 
     def _next_seq(self, kind: str) -> int:
         if kind == BASE:
@@ -314,7 +314,7 @@ class AppendOnlyFile(AofFeedCore):
         seq = self._next_seq(BASE)
         ext = "rdb" if self.server.config.aof_use_rdb_preamble else "aof"
         base = AofFile(f"{self.basename}.{seq}.base.{ext}", seq, BASE)
-        _write_file(self.path(base.name), self._base_contents())
+        write_file(self.path(base.name), self._base_contents())
         if self.manifest.base is not None:
             self.manifest.history.append(AofFile(self.manifest.base.name,
                                                  self.manifest.base.seq, HISTORY))
@@ -463,7 +463,7 @@ class AppendOnlyFile(AofFeedCore):
         if pid == 0:
             code = 1
             try:
-                _write_file(tmp, self._base_contents())
+                write_file(tmp, self._base_contents())
                 code = 0
             finally:
                 os._exit(code)
@@ -582,26 +582,6 @@ class AppendOnlyFile(AofFeedCore):
                 "aof_delayed_fsync": 0,
             })
         return fields
-
-
-def _write_file(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _size(path: str) -> int:

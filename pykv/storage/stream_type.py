@@ -23,6 +23,7 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
+from pykv.storage.rdb._rio import backlen_size
 from pykv.storage.values import Value
 
 U64 = (1 << 64) - 1
@@ -84,18 +85,6 @@ def _int_like(item: bytes) -> int | None:
     return to_int(item)
 
 
-def _backlen_size(n: int) -> int:
-    if n <= 127:
-        return 1
-    if n < 16383:
-        return 2
-    if n < 2097151:
-        return 3
-    if n < 268435455:
-        return 4
-    return 5
-
-
 def lp_int_size(value: int) -> int:
     """Bytes a listpack integer element takes (encoding plus back-length)."""
     if 0 <= value <= 127:
@@ -118,7 +107,7 @@ def lp_str_size(item: bytes) -> int:
         return lp_int_size(value)
     n = len(item)
     head = 1 if n < 64 else 2 if n < 4096 else 5
-    return head + n + _backlen_size(head + n)
+    return head + n + backlen_size(head + n)
 
 
 # -- structure ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import time
 import pytest
 from integration.test_rdb_interop import build_dataset, snapshot
 from support.resp import RawClient
-from support.servers import REDIS_SERVER, RealRedis
+from support.servers import REDIS_SERVER, RealRedis, wait_while_in_progress
 
 from pykv.testing import Server
 
@@ -58,10 +58,7 @@ def test_rewrite_keeps_writes_made_during_it(workdir):
         build_dataset(c)
         assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
         c.call("SET", "during", "rewrite")
-        deadline = time.monotonic() + 30
-        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_while_in_progress(c, b"aof_rewrite_in_progress", 30)
         c.call("SET", "after", "rewrite")
         expected = snapshot(c)
         files = sorted(os.listdir(os.path.join(workdir, "appendonlydir")))
@@ -75,10 +72,7 @@ def test_command_base_without_preamble(workdir):
         c = RawClient(port=server.port)
         build_dataset(c)
         c.call("BGREWRITEAOF")
-        deadline = time.monotonic() + 30
-        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_while_in_progress(c, b"aof_rewrite_in_progress", 30)
         expected = snapshot(c)
     with _aof_server(workdir) as again:
         assert snapshot(RawClient(port=again.port)) == expected
@@ -144,10 +138,7 @@ def test_config_set_appendonly_at_runtime(workdir):
         build_dataset(c)
         assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+OK\r\n"
         c.call("SET", "while", "enabling")
-        deadline = time.monotonic() + 30
-        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_while_in_progress(c, b"aof_rewrite_in_progress", 30)
         c.call("SET", "after", "enabling")
         expected = snapshot(c)
     with _aof_server(workdir) as again:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 from support.resp import RawClient, encode_command
+from support.servers import wait_while_in_progress
 
 from pykv.testing import Server
 
@@ -111,15 +112,10 @@ def test_killed_bgsave_child_keeps_the_old_file_and_refuses_writes(workdir):
         c.call("SET", "big", "x" * 10_000_000)
         c.call("DEBUG", "SLEEP", "0")
         assert c.call("BGSAVE") == b"+Background saving started\r\n"
-        info = c.call("INFO", "persistence")
         # find the child and kill it while it writes
         for pid in _children(server.process.pid):
             os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while b"rdb_bgsave_in_progress:1" in info:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-            info = c.call("INFO", "persistence")
+        info = wait_while_in_progress(c, b"rdb_bgsave_in_progress", 10)
         if b"rdb_last_bgsave_status:err" in info:
             time.sleep(0.3)  # the cron publishes the MISCONF state
             assert c.call("SET", "after", "1").startswith(b"-MISCONF ")
@@ -251,11 +247,7 @@ def test_killed_bgrewriteaof_child_loses_nothing(workdir):
         for pid in _children(server.process.pid):
             os.kill(pid, signal.SIGKILL)
         c.call("SET", "after", "kill")
-        deadline = time.monotonic() + 20
-        while b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence"):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        info = c.call("INFO", "persistence")
+        info = wait_while_in_progress(c, b"aof_rewrite_in_progress", 20)
         expected = snapshot(c)
         temp = [f for f in os.listdir(os.path.join(workdir, "appendonlydir"))
                 if f.startswith("temp-")]
@@ -284,11 +276,8 @@ def test_read_only_directory_keeps_the_old_file(workdir):
             c.call("SET", "more", "2")
             assert c.call("SAVE").startswith(b"-ERR")
             assert c.call("BGSAVE") == b"+Background saving started\r\n"
-            deadline = time.monotonic() + 10
-            while b"rdb_bgsave_in_progress:1" in c.call("INFO", "persistence"):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            assert b"rdb_last_bgsave_status:err" in c.call("INFO", "persistence")
+            info = wait_while_in_progress(c, b"rdb_bgsave_in_progress", 10)
+            assert b"rdb_last_bgsave_status:err" in info
             time.sleep(0.3)
             assert c.call("SET", "x", "1").startswith(b"-MISCONF Redis is configured to save")
             assert c.call("GET", "before") == b"$1\r\n1\r\n"

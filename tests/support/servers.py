@@ -39,3 +39,15 @@ class RealRedis:
         self.proc.terminate()
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_while_in_progress(client: RawClient, field: bytes, timeout: float = 30) -> bytes:
+    """Poll ``INFO persistence`` until ``field:1`` (e.g. ``b"aof_rewrite_in_progress"``) is
+    gone; return the last INFO reply."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = client.call("INFO", "persistence")
+        if field + b":1" not in info:
+            return info
+        assert time.monotonic() < deadline, f"{field!r} still in progress after {timeout}s"
+        time.sleep(0.05)

@@ -227,7 +227,8 @@ cdef class RdbReader:
 
 
 # -- listpack ------------------------------------------------------------------------------
-cdef Py_ssize_t _backlen_size(Py_ssize_t n) noexcept:
+cpdef Py_ssize_t backlen_size(Py_ssize_t n) noexcept:
+    """Bytes of a listpack entry's back-length field for an entry of ``n`` bytes."""
     if n <= 127:
         return 1
     if n < 16383:
@@ -383,7 +384,7 @@ def listpack_decode(bytes blob) -> list:
             entry = 1 + width
         else:
             raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
-        pos += entry + _backlen_size(entry)
+        pos += entry + backlen_size(entry)
     if pos != end:
         raise RdbFormatError("listpack entries overrun the blob")
     return out

@@ -133,28 +133,39 @@ def parse_steps(data: bytes, config: Any,
     return contents
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Write to ``temp-<pid>.rdb`` beside ``path``, fsync, rename over ``path``, fsync dir."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f"temp-{os.getpid()}.rdb")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def write_file(path: str, data: bytes) -> None:
+    """Create or truncate ``path``, write all of ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
-            n = os.write(fd, view)
-            view = view[n:]
+            view = view[os.write(fd, view):]
         os.fsync(fd)
-    except BaseException:
+    finally:
         os.close(fd)
+
+
+def fsync_dir(path: str) -> None:
+    """Make a rename or a new file in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write to ``temp-<pid>.rdb`` beside ``path``, fsync, rename over ``path``, fsync dir:
+    a crash or a full disk leaves the old file in place, never a partial one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f"temp-{os.getpid()}.rdb")
+    try:
+        write_file(tmp, data)
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
-    os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(directory)
