@@ -25,3 +25,13 @@ def _bulk(reply: bytes) -> bytes:
     assert reply.startswith(b"$"), reply
     head, _, rest = reply.partition(b"\r\n")
     return rest[:int(head[1:])]
+
+
+def test_persistence_command_argument_errors(diff):
+    diff("BGSAVE", "NOW")
+    diff("BGSAVE", "SCHEDULE", "extra")
+    diff("SAVE", "extra")
+    diff("BGREWRITEAOF", "extra")
+    diff("DEBUG", "RELOAD", "BOGUS")
+    diff("DUMP")
+    diff("RESTORE", "k", "0")
