@@ -24,7 +24,11 @@ _SHEBANG_FLAGS = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
 
 def split_keys(argv: list[bytes], start: int) -> tuple[list[bytes], list[bytes]]:
     """``numkeys key... arg...`` from ``argv[start]`` on, with Redis's checks."""
-    numkeys = parse_int(argv[start], errors.NOT_INTEGER)
+    raw = argv[start]
+    if len(raw) == 1 and 48 <= raw[0] <= 57:  # the usual single digit, without a parse
+        numkeys = raw[0] - 48
+    else:
+        numkeys = parse_int(raw, errors.NOT_INTEGER)
     if numkeys > len(argv) - start - 1:
         raise ErrorReply(b"ERR Number of keys can't be greater than number of args")
     if numkeys < 0:
@@ -61,46 +65,47 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
     return flags, body[end:]
 
 
-def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool):
+def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
     engine = get_engine(c.server)
     keys, args = split_keys(argv, 2)
     if by_sha:
-        sha = argv[1].lower()
+        sha = argv[1]
         entry = engine.scripts.get(sha)
         if entry is None:
-            return errors.NOSCRIPT
-        body = entry[0]
+            sha = sha.lower()
+            entry = engine.scripts.get(sha)
+            if entry is None:
+                return errors.NOSCRIPT
     else:
         body = argv[1]
-        sha = None
-    shebang = parse_shebang(body)
-    if shebang is not None and b"no-writes" in shebang[0]:
-        read_only = True
-    if sha is None:
-        sha = engine.cache_script(body, shebang[1] if shebang else None)
-    fn = engine.scripts[sha][1]
-    ctx = RunContext(c, sha, read_only, False, argv[0].lower())
-    return engine.run(ctx, fn, keys, args)
+        shebang = parse_shebang(body)
+        if shebang is None:
+            sha = engine.cache_script(body)
+        else:
+            sha = engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
+        entry = engine.scripts[sha]
+    ctx = RunContext(c, sha, read_only or entry[2], False, name)
+    return engine.run(ctx, entry[1], keys, args)
 
 
 @command("eval")
 def eval_(c, argv):
-    return _eval(c, argv, by_sha=False, read_only=False)
+    return _eval(c, argv, False, False, b"eval")
 
 
 @command("eval_ro")
 def eval_ro(c, argv):
-    return _eval(c, argv, by_sha=False, read_only=True)
+    return _eval(c, argv, False, True, b"eval_ro")
 
 
 @command("evalsha")
 def evalsha(c, argv):
-    return _eval(c, argv, by_sha=True, read_only=False)
+    return _eval(c, argv, True, False, b"evalsha")
 
 
 @command("evalsha_ro")
 def evalsha_ro(c, argv):
-    return _eval(c, argv, by_sha=True, read_only=True)
+    return _eval(c, argv, True, True, b"evalsha_ro")
 
 
 # -- SCRIPT ---------------------------------------------------------------------------------
@@ -109,7 +114,9 @@ def script_load(c, argv):
     engine = get_engine(c.server)
     body = argv[2]
     shebang = parse_shebang(body)
-    return engine.cache_script(body, shebang[1] if shebang else None)
+    if shebang is None:
+        return engine.cache_script(body)
+    return engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
 
 
 @command("script|exists")

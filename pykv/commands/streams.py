@@ -16,6 +16,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply, SimpleString, encode_reply
+from pykv.protocol._parser import string2ll
 from pykv.protocol.types import RawReply
 from pykv.server.blocking import TIMEOUT_NEGATIVE, block_for_keys
 from pykv.server.notify import notify
@@ -294,9 +295,9 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> tuple[TrimArgs, in
     while i < argc:
         more = argc - 1 - i
         opt = argv[i]
-        low = opt.lower()
         if xadd and opt == b"*":
             break
+        low = opt.lower()
         if low in (b"maxlen", b"minid") and more:
             if args.strategy is not None:
                 raise MAXLEN_AND_MINID
@@ -308,8 +309,11 @@ def _parse_add_trim(c: Any, argv: list[bytes], xadd: bool) -> tuple[TrimArgs, in
             elif more >= 2 and nxt == b"=":
                 i += 1
             if low == b"maxlen":
-                args.maxlen = _int(argv[i + 1])
-                if args.maxlen < 0:
+                maxlen = string2ll(argv[i + 1])
+                if maxlen is None:
+                    raise errors.NOT_INTEGER
+                args.maxlen = maxlen
+                if maxlen < 0:
                     raise MAXLEN_NEGATIVE
                 args.strategy = "maxlen"
             else:
@@ -373,12 +377,15 @@ def xadd(c, argv):
         raise ID_ZERO
     key = argv[1]
     db = c.db
-    s = _get_stream(c, key)
+    server = c.server
+    s = db.get(key)
     if s is None:
         if args.nomkstream:
             return None
         s = StreamValue()
         db.set(key, s)
+    elif type(s) is not StreamValue:
+        raise WRONGTYPE
     if s.last_id == MAX_ID:
         raise ID_EXHAUSTED
     last = s.last_id
@@ -396,16 +403,17 @@ def xadd(c, argv):
         raise ID_TOO_SMALL
     if sum(map(len, fields)) > LISTPACK_MAX_SIZE:
         raise TOO_LARGE
-    config = c.server.config
-    s.append(sid, list(fields), config.stream_node_max_bytes, config.stream_node_max_entries)
+    config = server.config
+    s.append(sid, fields, config.stream_node_max_bytes, config.stream_node_max_entries)
     db.modified(key)
-    _event(c, b"xadd", key)
-    c.server.dirty += 1
+    if server.keyspace_notifier is not None:
+        notify(server, "t", b"xadd", key, db.id)
+    server.dirty += 1
     trimmed = args.strategy is not None and _trim(s, args)
     if trimmed:
         _event(c, b"xtrim", key)
-    reply = format_id(sid)
-    if c.server.propagate is not None and (
+    reply = b"%d-%d" % sid
+    if server.propagate is not None and (
             not (args.id_given and args.seq_given) or args.strategy is not None):
         # replay must not depend on the clock or on node boundaries: the ID made, then
         # the length the trim left
@@ -506,7 +514,7 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
 
 
 def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer,
-             key: bytes, group: Group, effects: list) -> list:
+             key: bytes, group: Group, effects: list | None) -> list:
     """``streamReplyWithRangeFromConsumerPEL``: the consumer's own pending entries."""
     out: list = []
     now = _now_ms()
@@ -520,7 +528,8 @@ def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer,
             nack = consumer.pel[sid]
             nack.delivery_time = now
             nack.delivery_count += 1
-            effects.append(claim_command(key, group, sid, nack))
+            if effects is not None:
+                effects.append(claim_command(key, group, sid, nack))
             out.append(_entry(sid, flat))
     return out
 
@@ -606,7 +615,8 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         else:
             ids.append(strict_id(id_arg))
     pairs: list[tuple[bytes, Any]] = []
-    effects: list[list[bytes]] = []
+    # what the AOF logs instead of the read (XCLAIMs, SETID), built only when it is on
+    effects: list[list[bytes]] | None = [] if c.server.propagate is not None else None
     for n, key in enumerate(keys):
         s = _get_stream(c, key)
         if s is None:
@@ -637,7 +647,7 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         else:
             entries = _deliver(s, start, count, None, None, False)
         pairs.append((key, entries))
-    if xreadgroup:
+    if xreadgroup and effects is not None:
         c.propagate_as(*effects)  # never the read itself: replaying it would redeliver
     if pairs:
         return _pairs_reply(c, pairs)
@@ -905,8 +915,8 @@ def xpending(c, argv):
             return [0, None, None, NULL_ARRAY]
         counts = [[con.name, b"%d" % len(con.pel)]
                   for con in group.sorted_consumers() if con.pel]
-        return [len(group.pel), format_id(group.pel.keys()[0]),
-                format_id(group.pel.keys()[-1]), counts]
+        return [len(group.pel), format_id(group.pel.first()),
+                format_id(group.pel.last()), counts]
     pel = group.pel
     if consumername is not None:
         consumer = group.consumers.get(consumername)

@@ -13,7 +13,7 @@ including their quirks, because clients and tests observe them:
 commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 """
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from libc.string cimport memchr
 
@@ -61,13 +61,19 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     return True
 
 
-def string2ll(const unsigned char[:] data):
+def string2ll(data):
     """Redis's ``string2ll`` for command arguments: the integer, or None if Redis rejects it
     (no '+', no spaces, no leading zeros, within 64 bits)."""
     cdef long long value
-    if data.shape[0] == 0:
+    cdef const unsigned char[:] view
+    if type(data) is bytes:  # command arguments: read in place, no buffer view to build
+        if parse_ll(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), &value):
+            return value
         return None
-    if parse_ll(<const char *>&data[0], data.shape[0], &value):
+    view = data
+    if view.shape[0] == 0:
+        return None
+    if parse_ll(<const char *>&view[0], view.shape[0], &value):
         return value
     return None
 

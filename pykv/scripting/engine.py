@@ -81,6 +81,9 @@ class ScriptClient(Client):
 class RunContext:
     """One running script or function: who called, what it may do, how it is going."""
 
+    __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
+                 "killed", "async_mode", "start", "busy_error", "argv")
+
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
         self.caller = caller
@@ -147,9 +150,8 @@ class Engine:
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
         self._api_run_callback = self.api.run_callback
-        self._api_encode_result = self.api.encode_result
         self._api_resp_to_lua = self.api.resp_to_lua
-        self.scripts: dict[bytes, tuple[bytes, Any]] = {}
+        self.scripts: dict[bytes, tuple[bytes, Any, bool]] = {}
         self.client = ScriptClient(server)
         self.ctx: RunContext | None = None
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
@@ -170,11 +172,14 @@ class Engine:
             raise ErrorReply(b"ERR Error compiling script (new function): " + err)
         return fn
 
-    def cache_script(self, body: bytes, compile_body: bytes | None = None) -> bytes:
+    def cache_script(self, body: bytes, compile_body: bytes | None = None,
+                     no_writes: bool = False) -> bytes:
+        """Compile and cache ``body`` under its SHA1; entries are (body, function,
+        no-writes flag of its shebang)."""
         sha = hashlib.sha1(body).hexdigest().encode()
         if sha not in self.scripts:
             self.scripts[sha] = (body, self.compile(compile_body if compile_body is not None
-                                                    else body))
+                                                    else body), no_writes)
         return sha
 
     def flush_scripts(self) -> None:
@@ -187,26 +192,19 @@ class Engine:
         """Run ``fn`` for ``ctx.caller``: the reply, or NO_REPLY if it went busy."""
         caller = ctx.caller
         client = self.client
-        client.select(caller.db_index)
-        client.resp = 2
+        if client.db_index != caller.db_index:
+            client.select(caller.db_index)
         client.user = caller.user
-        client.authenticated = True
         self.ctx = ctx
         runner = self._api_run_callback if as_callback else self._api_run
+        threshold = self.server.config.busy_reply_threshold / 1000.0
+        can_yield = caller.conn is not None
+        if self.inline_scripts:
+            return self._run_inline(ctx, runner, fn, keys, args,
+                                    threshold if can_yield else None)
         caller_resp = caller.resp
         nkeys = len(keys)
-
-        def job() -> Any:
-            result = runner(fn, nkeys, *keys, *args)
-            if result[0]:
-                return self._api_encode_result(result[1], caller_resp, ctx.lua_resp)
-            return result
-
-        threshold = self.server.config.busy_reply_threshold / 1000.0
-        can_yield = not getattr(caller, "executing_multi", False) and caller.conn is not None
-        if self.inline_scripts:
-            return self._run_inline(ctx, job, threshold if can_yield else None)
-        self._jobs.put(job)
+        self._jobs.put(lambda: runner(fn, caller_resp, nkeys, *keys, *args))
         deadline = ctx.start + threshold if can_yield else None
         while True:
             timeout = None if deadline is None else deadline - time.monotonic()
@@ -222,7 +220,8 @@ class Engine:
                 self.ctx = None
                 return self._final_reply(ctx, payload)
 
-    def _run_inline(self, ctx: RunContext, job: Any, threshold: float | None) -> Any:
+    def _run_inline(self, ctx: RunContext, runner: Any, fn: Any, keys: list[bytes],
+                    args: list[bytes], threshold: float | None) -> Any:
         """Run the script here on the loop thread (no thread hand-offs per call). Past
         ``busy-reply-threshold`` the Lua hook serves other clients in between
         (``_serve_while_busy``: BUSY replies, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE), as
@@ -230,7 +229,7 @@ class Engine:
         self._inline_threshold = threshold
         self._inline = True
         try:
-            result = job()
+            result = runner(fn, ctx.caller.resp, len(keys), *keys, *args)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
@@ -242,6 +241,8 @@ class Engine:
             if self._poller is not None:
                 self._poller.finish()
                 self._poller = None
+        if result[0]:
+            return RawReply(result[1])
         return self._final_reply(ctx, result)
 
     def _serve_while_busy(self, ctx: RunContext) -> None:
@@ -326,8 +327,19 @@ class Engine:
 
     # -- callbacks from Lua (worker thread) ------------------------------------------
     def _lua_call(self, args: tuple) -> tuple[int, Any]:
+        argv = self._argv(args)
+        if type(argv) is not list:
+            return TAG_ERROR, argv
+        if self._inline:
+            return self._execute(self.ctx, argv)
+        self._post(("call", argv))
+        return self._responses.get()
+
+    @staticmethod
+    def _argv(args: tuple) -> list[bytes] | bytes:
+        """redis.call's arguments as a command line, or the error text."""
         if not args:
-            return TAG_ERROR, b"ERR Please specify at least one argument for this redis lib call"
+            return b"ERR Please specify at least one argument for this redis lib call"
         argv: list[bytes] = []
         for a in args:
             t = type(a)
@@ -336,14 +348,19 @@ class Engine:
             elif t is int or t is float:
                 argv.append(b"%.14g" % a)
             else:
-                return TAG_ERROR, _ERR_ARGS
-        if self._inline:
-            return self._execute(self.ctx, argv)
-        self._post(("call", argv))
-        return self._responses.get()
+                return _ERR_ARGS
+        return argv
 
     def _lua_call_raise(self, *args: Any) -> Any:
-        tag, value = self._lua_call(args)
+        """redis.call. The common case (inline run, a plain value back) stays in this
+        function: every Python call level on this path is a measurable share of EVALSHA."""
+        if self._inline:
+            argv = self._argv(args)
+            if type(argv) is not list:
+                raise CommandError(argv.decode("utf-8", "surrogateescape"))
+            tag, value = self._execute(self.ctx, argv)
+        else:
+            tag, value = self._lua_call(args)
         if tag == TAG_VALUE:
             return value
         if tag == TAG_RESP:
@@ -374,6 +391,7 @@ class Engine:
             raise ApiError("RESP version must be 2 or 3.")
         if self.ctx is not None:
             self.ctx.lua_resp = int(args[0])
+        self.api.set_resp(int(args[0]))
 
     def _lua_set_repl(self, *args: Any) -> None:
         if len(args) != 1 or type(args[0]) not in (int, float) or not 0 <= args[0] <= 3:
@@ -413,6 +431,9 @@ class Engine:
         client.captured = []
         client.resp = ctx.lua_resp  # handlers shape replies by protocol (redis.setresp)
         reply = client.call(cmd, argv)
+        t = type(reply)
+        if t is bytes or t is int:
+            return TAG_VALUE, reply
         if reply is NO_REPLY:
             reply = client.captured[0] if client.captured else None
         return self.reply_to_lua(reply, ctx.lua_resp)

@@ -82,6 +82,8 @@ end
 -- the redis library ---------------------------------------------------------------------
 
 local redis = {}
+-- the protocol redis.call replies are converted from (redis.setresp), per run
+local current_resp = 2
 redis.call = host.call_raise
 redis.pcall = host.call_protected
 -- "-CODE msg" keeps its code, anything else gets ERR (a code alone is "ERR code")
@@ -119,6 +121,8 @@ redis.sha1hex = function(s)
     return host_sha1hex(tostring(s))
 end
 redis.log = host.log
+-- a C function (not a Lua wrapper): a tail call to it keeps the script's frame, which
+-- error positions need. It checks the argument and tells us through set_resp below.
 redis.setresp = host.setresp
 redis.set_repl = host.set_repl
 redis.replicate_commands = function() return true end
@@ -365,31 +369,39 @@ local function hook()
     end
 end
 
-local function run(fn, nkeys, ...)
+local function finish(ok, res, resp)
+    if ok then return encode_result(res, resp, current_resp) end
+    return false, res.msg, res.source, res.line
+end
+
+-- One entry per script run: (true, RESP bytes for a caller speaking ``resp``) or
+-- (false, message[, source, line]). Crossing between Python and Lua costs more than the
+-- whole prelude, so the run and the encoding of its result are one call.
+local function run(fn, resp, nkeys, ...)
     local all = {...}
     local keys, argv = {}, {}
     for i = 1, nkeys do keys[i] = all[i] end
     for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
     hidden.KEYS = keys
     hidden.ARGV = argv
+    current_resp = 2
     sethook(hook, "", 100000)
     local ok, res = xpcall(fn, error_info)
     sethook()
-    if ok then return true, res end
-    return false, res.msg, res.source, res.line
+    return finish(ok, res, resp)
 end
 
-local function run_callback(fn, nkeys, ...)
+local function run_callback(fn, resp, nkeys, ...)
     -- FCALL: the callback gets (keys, args) as arguments instead of globals
     local all = {...}
     local keys, argv = {}, {}
     for i = 1, nkeys do keys[i] = all[i] end
     for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+    current_resp = 2
     sethook(hook, "", 100000)
     local ok, res = xpcall(function() return fn(keys, argv) end, error_info)
     sethook()
-    if ok then return true, res end
-    return false, res.msg, res.source, res.line
+    return finish(ok, res, resp)
 end
 
 local function compile(body, chunkname)
@@ -427,7 +439,7 @@ local function load_library(body, register, timed_out)
             if loading then
                 if k == "redis" then return load_redis end
             elseif k ~= "KEYS" and k ~= "ARGV" then
-                local v = hidden[k]
+                local v = rawget(hidden, k)
                 if v ~= nil then return v end
             end
             error("Script attempted to access nonexistent global variable '"
@@ -503,15 +515,13 @@ getmetatable("").__index = libs.string
 -- needs it, unreachable from scripts (no getfenv, no debug, no bytecode loading).
 hidden = {}
 for k, v in pairs(allowed) do hidden[k] = v end
+-- a missing global is Redis's error; present ones are found by table lookups alone (no
+-- Lua function call per global read)
+real_setmetatable(hidden, {__index = function(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end})
 globals = real_setmetatable({}, {
-    __index = function(_, k)
-        local v = hidden[k]
-        if v == nil then
-            error("Script attempted to access nonexistent global variable '" .. tostring(k)
-                  .. "'", 2)
-        end
-        return v
-    end,
+    __index = hidden,
     __newindex = function() error("Attempt to modify a readonly table", 2) end,
     __metatable = false,
 })
@@ -522,5 +532,6 @@ return {
     compile = compile, run = run, run_callback = run_callback,
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
+    set_resp = function(resp) current_resp = resp end,
 }
 """

@@ -18,11 +18,11 @@ exactly as Redis 7.0 does, and load the RDB 9 form (type 15).
 """
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
 from typing import Any
 
-from sortedcontainers import SortedDict
-
+from pykv.protocol._parser import string2ll
 from pykv.storage.rdb._rio import backlen_size
 from pykv.storage.values import Value
 
@@ -78,11 +78,13 @@ def _signed64(value: int) -> int:
 
 # -- listpack sizes -------------------------------------------------------------------------
 def _int_like(item: bytes) -> int | None:
+    """The integer a listpack would store ``item`` as, or None (it stays a string)."""
     if len(item) > 20 or not item:
         return None
-    from pykv.commands.args import to_int
-
-    return to_int(item)
+    first = item[0]
+    if first != 45 and not 48 <= first <= 57:  # neither '-' nor a digit: no parse needed
+        return None
+    return string2ll(item)
 
 
 def lp_int_size(value: int) -> int:
@@ -106,7 +108,9 @@ def lp_str_size(item: bytes) -> int:
     if value is not None:
         return lp_int_size(value)
     n = len(item)
-    head = 1 if n < 64 else 2 if n < 4096 else 5
+    if n < 64:  # the usual short string: 1-byte header, 1-byte back-length
+        return n + 2
+    head = 2 if n < 4096 else 5
     return head + n + backlen_size(head + n)
 
 
@@ -136,8 +140,12 @@ class Node:
             same = tuple(flat[0::2]) == self.fields
             flags = FLAG_SAMEFIELDS if same else 0
         size = lp_int_size(flags)
-        size += lp_int_size(_signed64(sid[0] - self.master[0]))
-        size += lp_int_size(_signed64(sid[1] - self.master[1]))
+        master = self.master
+        delta = sid[0] - master[0]
+        # small non-negative deltas (the usual case) are one-byte ints: 2 bytes
+        size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
+        delta = sid[1] - master[1]
+        size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
         if flags & FLAG_SAMEFIELDS:
             size += sum(map(lp_str_size, flat[1::2]))
             lp_count = nfields + 3
@@ -175,6 +183,104 @@ class Node:
         return node
 
 
+class PelMap:
+    """A pending-entries list: ID -> Nack, iterated in ID order.
+
+    A dict plus a sorted list of its keys. New deliveries almost always carry the highest
+    ID so far, and then an insert is a list append; removals (XACK, mostly of the oldest
+    IDs) only leave the key in the list as stale, to be skipped by ordered walks and
+    swept out once stale keys are the majority, so neither costs a list shift.
+    """
+
+    __slots__ = ("_items", "_order", "_stale")
+
+    def __init__(self) -> None:
+        self._items: dict[StreamID, Any] = {}
+        self._order: list[StreamID] = []  # every live key, plus the stale ones, sorted
+        self._stale: set[StreamID] = set()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._items
+
+    def __getitem__(self, sid: StreamID) -> Any:
+        return self._items[sid]
+
+    def get(self, sid: StreamID, default: Any = None) -> Any:
+        return self._items.get(sid, default)
+
+    def __setitem__(self, sid: StreamID, nack: Any) -> None:
+        items = self._items
+        if sid not in items:
+            if self._stale and sid in self._stale:
+                self._stale.discard(sid)  # its key is still in place in the order
+            else:
+                order = self._order
+                if not order or sid > order[-1]:
+                    order.append(sid)
+                else:
+                    insort(order, sid)
+        items[sid] = nack
+
+    def pop(self, sid: StreamID, default: Any = None) -> Any:
+        items = self._items
+        if sid not in items:
+            return default
+        nack = items.pop(sid)
+        stale = self._stale
+        stale.add(sid)
+        if len(stale) > 32 and len(stale) > len(items):
+            self._order = [k for k in self._order if k not in stale]
+            stale.clear()
+        return nack
+
+    def __iter__(self) -> Iterator[StreamID]:
+        return self.irange()
+
+    def keys(self) -> list[StreamID]:
+        return list(self.irange())
+
+    def values(self) -> list[Any]:
+        items = self._items
+        return [items[k] for k in self.irange()]
+
+    def items(self) -> list[tuple[StreamID, Any]]:
+        items = self._items
+        return [(k, items[k]) for k in self.irange()]
+
+    def first(self) -> StreamID:
+        return next(self.irange())
+
+    def last(self) -> StreamID:
+        items = self._items
+        order = self._order
+        for i in range(len(order) - 1, -1, -1):
+            if order[i] in items:
+                return order[i]
+        raise KeyError("empty PEL")
+
+    def irange(self, minimum: StreamID | None = None,
+               maximum: StreamID | None = None) -> Iterator[StreamID]:
+        """Live IDs with minimum <= id <= maximum, ascending (a generator: copy with list()
+        before changing the map)."""
+        order = self._order
+        items = self._items
+        i = 0 if minimum is None else bisect_left(order, minimum)
+        n = len(order)
+        while i < n:
+            sid = order[i]
+            if maximum is not None and sid > maximum:
+                return
+            if sid in items:
+                yield sid
+            i += 1
+
+
 class Nack:
     """A pending entry: who has it, when it was last delivered, how many times."""
 
@@ -193,7 +299,7 @@ class Consumer:
     def __init__(self, name: bytes, seen_time: int) -> None:
         self.name = name
         self.seen_time = seen_time
-        self.pel: SortedDict = SortedDict()  # id -> Nack
+        self.pel = PelMap()  # id -> Nack
 
 
 class Group:
@@ -203,7 +309,7 @@ class Group:
         self.name = name
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel: SortedDict = SortedDict()  # id -> Nack
+        self.pel = PelMap()  # id -> Nack
         self.consumers: dict[bytes, Consumer] = {}
 
     def sorted_consumers(self) -> list[Consumer]:
@@ -285,8 +391,11 @@ class StreamValue(Value):
         if node is not None:
             if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
                 max_bytes = LISTPACK_MAX_SIZE
-            total = sum(map(len, flat))
-            if node.lp_bytes() + total >= max_bytes:
+            total = 0
+            for item in flat:
+                total += len(item)
+            if 6 + lp_int_size(node.live) + lp_int_size(node.dead) + node.body_bytes + 1 \
+                    + total >= max_bytes:  # node.lp_bytes(), inline on this hot path
                 node = None
             elif max_entries and node.live + node.dead >= max_entries:
                 node = None
@@ -330,8 +439,10 @@ class StreamValue(Value):
             return out
         masters = self.masters
         if not rev:
-            i = max(0, bisect_right(masters, start) - 1)
-            for node in self.nodes[i:]:
+            nodes = self.nodes
+            # (an index walk: slicing the node list would copy all of it per call)
+            for i in range(max(0, bisect_right(masters, start) - 1), len(nodes)):
+                node = nodes[i]
                 if node.master > end:
                     break
                 ids = node.ids
@@ -362,12 +473,21 @@ class StreamValue(Value):
         return out
 
     def first_entry_id(self) -> StreamID:
-        found = self.range(MIN_ID, MAX_ID, 1)
-        return found[0][0] if found else MIN_ID
+        for node in self.nodes:
+            flags = node.flags
+            for j in range(len(flags)):
+                if not flags[j] & FLAG_DELETED:
+                    return node.ids[j]
+        return MIN_ID
 
     def last_valid_id(self) -> StreamID:
-        found = self.range(MIN_ID, MAX_ID, 1, rev=True)
-        return found[0][0] if found else MIN_ID
+        nodes = self.nodes
+        for i in range(len(nodes) - 1, -1, -1):
+            flags = nodes[i].flags
+            for j in range(len(flags) - 1, -1, -1):
+                if not flags[j] & FLAG_DELETED:
+                    return nodes[i].ids[j]
+        return MIN_ID
 
     # -- deleting ---------------------------------------------------------------------------
     def delete(self, sid: StreamID) -> bool:
@@ -518,7 +638,7 @@ def _node_listpack(node: Node) -> bytes:
     return listpack_encode(elems)
 
 
-def _save_pel(w: Any, pel: SortedDict, nacks: bool) -> None:
+def _save_pel(w: Any, pel: PelMap, nacks: bool) -> None:
     w.length(len(pel))
     for sid, nack in pel.items():
         w.raw(encode_id(sid))

@@ -15,10 +15,10 @@ def engine():
 
 
 def lua_result(engine, source: str, resp: int = 2, lua_resp: int = 2):
-    fn = engine.compile(source.encode())
-    ok, value = engine.api.run(fn, 0)[:2]
-    assert ok
-    return tuple(engine.api.encode_result(value, resp, lua_resp))
+    """Run ``source`` as a script (after redis.setresp(lua_resp)); its (ok, RESP) result
+    for a caller speaking ``resp``."""
+    fn = engine.compile((f"redis.setresp({lua_resp}) " + source).encode())
+    return tuple(engine.api.run(fn, resp, 0)[:2])
 
 
 @pytest.mark.parametrize("source, resp, expected", [

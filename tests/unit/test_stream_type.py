@@ -198,3 +198,29 @@ def test_corrupt_payloads_raise_format_errors():
     bad[-9] = 7  # the stream length no longer matches the nodes
     with pytest.raises(RdbFormatError):
         load_stream(RdbReader(bytes(bad)), TYPE_STREAM_LISTPACKS_2, None)
+
+
+def test_pel_map_matches_a_sorted_dict_under_random_operations():
+    """PelMap (dict + sorted keys with stale removals) against a plain model."""
+    import random
+
+    from pykv.storage.stream_type import PelMap
+
+    rng = random.Random(7)
+    pel = PelMap()
+    model: dict = {}
+    for step in range(20000):
+        sid = (rng.randrange(300), rng.randrange(3))
+        op = rng.random()
+        if op < 0.5:
+            pel[sid] = model[sid] = step
+        elif op < 0.9:
+            assert pel.pop(sid, None) == model.pop(sid, None)
+        else:
+            lo, hi = sorted([(rng.randrange(300), 0), (rng.randrange(300), 2)])
+            assert list(pel.irange(lo, hi)) == sorted(k for k in model if lo <= k <= hi)
+            assert list(pel.irange(minimum=lo)) == sorted(k for k in model if k >= lo)
+        assert len(pel) == len(model) and (sid in pel) == (sid in model)
+    assert pel.items() == sorted(model.items())
+    if model:
+        assert pel.first() == min(model) and pel.last() == max(model)
