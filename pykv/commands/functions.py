@@ -81,8 +81,7 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     engine = get_engine(c.server)
     ctx = RunContext(c, fn.name, fn.no_writes, True, argv[0].lower())
     ctx.argv = argv  # FUNCTION STATS shows the running command line
-    keys = argv[3:3 + numkeys]
-    return engine.run(ctx, fn.callback, keys, argv[3 + numkeys:], as_callback=True)
+    return engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
 
 
 @command("fcall")

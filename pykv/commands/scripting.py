@@ -22,8 +22,8 @@ _SHEBANG_FLAGS = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
                   b"allow-cross-slot-keys")
 
 
-def split_keys(argv: list[bytes], start: int) -> tuple[list[bytes], list[bytes]]:
-    """``numkeys key... arg...`` from ``argv[start]`` on, with Redis's checks."""
+def numkeys_arg(argv: list[bytes], start: int) -> int:
+    """``numkeys`` at ``argv[start]`` (keys and args follow it), with Redis's checks."""
     raw = argv[start]
     if len(raw) == 1 and 48 <= raw[0] <= 57:  # the usual single digit, without a parse
         numkeys = raw[0] - 48
@@ -33,8 +33,7 @@ def split_keys(argv: list[bytes], start: int) -> tuple[list[bytes], list[bytes]]
         raise ErrorReply(b"ERR Number of keys can't be greater than number of args")
     if numkeys < 0:
         raise ErrorReply(b"ERR Number of keys can't be negative")
-    rest = argv[start + 1:]
-    return rest[:numkeys], rest[numkeys:]
+    return numkeys
 
 
 def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
@@ -67,7 +66,7 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
 
 def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
     engine = get_engine(c.server)
-    keys, args = split_keys(argv, 2)
+    numkeys = numkeys_arg(argv, 2)
     if by_sha:
         sha = argv[1]
         entry = engine.scripts.get(sha)
@@ -85,7 +84,7 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
             sha = engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
         entry = engine.scripts[sha]
     ctx = RunContext(c, sha, read_only or entry[2], False, name)
-    return engine.run(ctx, entry[1], keys, args)
+    return engine.run(ctx, entry[1], numkeys, argv[3:])
 
 
 @command("eval")

@@ -187,9 +187,10 @@ class Engine:
         self.lua.execute("collectgarbage()")
 
     # -- running ---------------------------------------------------------------------
-    def run(self, ctx: RunContext, fn: Any, keys: list[bytes], args: list[bytes],
+    def run(self, ctx: RunContext, fn: Any, nkeys: int, params: list[bytes],
             as_callback: bool = False) -> Any:
-        """Run ``fn`` for ``ctx.caller``: the reply, or NO_REPLY if it went busy."""
+        """Run ``fn`` for ``ctx.caller`` with ``params`` (its first ``nkeys`` are KEYS, the
+        rest ARGV): the reply, or NO_REPLY if it went busy."""
         caller = ctx.caller
         client = self.client
         if client.db_index != caller.db_index:
@@ -200,11 +201,10 @@ class Engine:
         threshold = self.server.config.busy_reply_threshold / 1000.0
         can_yield = caller.conn is not None
         if self.inline_scripts:
-            return self._run_inline(ctx, runner, fn, keys, args,
+            return self._run_inline(ctx, runner, fn, nkeys, params,
                                     threshold if can_yield else None)
         caller_resp = caller.resp
-        nkeys = len(keys)
-        self._jobs.put(lambda: runner(fn, caller_resp, nkeys, *keys, *args))
+        self._jobs.put(lambda: runner(fn, caller_resp, nkeys, *params))
         deadline = ctx.start + threshold if can_yield else None
         while True:
             timeout = None if deadline is None else deadline - time.monotonic()
@@ -220,8 +220,8 @@ class Engine:
                 self.ctx = None
                 return self._final_reply(ctx, payload)
 
-    def _run_inline(self, ctx: RunContext, runner: Any, fn: Any, keys: list[bytes],
-                    args: list[bytes], threshold: float | None) -> Any:
+    def _run_inline(self, ctx: RunContext, runner: Any, fn: Any, nkeys: int,
+                    params: list[bytes], threshold: float | None) -> Any:
         """Run the script here on the loop thread (no thread hand-offs per call). Past
         ``busy-reply-threshold`` the Lua hook serves other clients in between
         (``_serve_while_busy``: BUSY replies, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE), as
@@ -229,7 +229,7 @@ class Engine:
         self._inline_threshold = threshold
         self._inline = True
         try:
-            result = runner(fn, ctx.caller.resp, len(keys), *keys, *args)
+            result = runner(fn, ctx.caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
@@ -410,7 +410,10 @@ class Engine:
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
         server = self.server
-        cmd = server.commands.get(argv[0].lower())
+        # the name as written is tried first (the dispatcher's per-spelling cache)
+        cmd = server.command_lookup.get(argv[0])
+        if cmd is None:
+            cmd = server.commands.get(argv[0].lower())
         if cmd is not None and cmd.subcommands:
             if len(argv) >= 2:
                 cmd = cmd.subcommands.get(argv[1].lower())
