@@ -21,6 +21,11 @@ PYX_MODULES = [
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",
+    # the RDMA transport's per-request path: windows, session, CQ handler, software fabric
+    "pykv/rdma/window.pyx",
+    "pykv/rdma/session.pyx",
+    "pykv/rdma/endpoint.pyx",
+    "pykv/rdma/softfabric.pyx",
 ]
 
 # measured: compiling these cuts the instructions per GET/SET (bench/README.md)
@@ -44,12 +49,9 @@ COMPILED_PY_MODULES = [
     "pykv/scripting/engine.py",
     "pykv/commands/scripting.py",
     "pykv/server/pubsub.py",
-    # the RDMA transport's per-message path (sans-IO session, windows, software fabric)
+    # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
-    "pykv/rdma/window.py",
-    "pykv/rdma/session.py",
-    "pykv/rdma/softfabric.py",
-    "pykv/rdma/endpoint.py",
+    "pykv/rdma/client.py",
     "pykv/net/rdma.py",
 ]
 

@@ -209,17 +209,19 @@ def test_completion_outside_pump_signals_the_fd(pair):
 
 def test_wire_never_blocks_and_queues_output(pair):
     qa, qb = pair
-    big = qa.reg_mr(4 << 20, False)
-    dst = qb.reg_mr(4 << 20, True)
+    # more than the wire's socket buffer (sized for a whole window in flight) can take
+    size = 2 * qa.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + (1 << 20)
+    big = qa.reg_mr(size, False)
+    dst = qb.reg_mr(size, True)
     ctrl = qb.reg_mr(64, False)
     qb.post_recv(0, ctrl, 0, 32)
-    big.write(0, b"z" * (4 << 20))
-    qa.post_write_imm(0, big, 0, 4 << 20, dst.addr, dst.rkey, 4 << 20, True)  # returns at once
+    big.write(0, b"z" * size)
+    qa.post_write_imm(0, big, 0, size, dst.addr, dst.rkey, size, True)  # returns at once
     assert qa.write_fds() == [qa.wire_fd]
     settle(qa, qb)
     assert qa.write_fds() == []
     (wc,) = qb.poll(4)
-    assert wc.byte_len == 4 << 20 and dst.read((4 << 20) - 3, 3) == b"zzz"
+    assert wc.byte_len == size and dst.read(size - 3, 3) == b"zzz"
 
 
 def test_destroy_with_unacked_cq_event_fails():
