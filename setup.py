@@ -22,6 +22,7 @@ PYX_MODULES = [
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",
     # the RDMA transport's per-request path: windows, session, CQ handler, software fabric
+    "pykv/rdma/cverbs.pyx",
     "pykv/rdma/window.pyx",
     "pykv/rdma/session.pyx",
     "pykv/rdma/endpoint.pyx",

@@ -5,7 +5,9 @@ One pykv process listens on TCP and RDMA (same port number). For each case — S
 round-robin over each transport, alternating TCP and RDMA ``--runs`` times, and this prints
 the medians side by side: ops/s, p50/p99 latency per request batch and the server's CPU
 seconds per 100k requests (user+sys of all its threads, from /proc/PID/task/*/schedstat,
-nanosecond resolution), then the RDMA/TCP ratios (ops/s and CPU per request).
+nanosecond resolution), then the RDMA/TCP ratios (ops/s and CPU per request). With two or
+more CPUs the server runs pinned to the first and this client to the second (``--no-pin``
+to turn off), as ``bench/compare`` does.
 
     .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8] [--runs 5]
 
@@ -105,6 +107,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=40_000)
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--runs", type=int, default=5, help="alternating runs per case (median)")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin server and client")
+    ap.add_argument("--only", help="run one case, by name (e.g. 'SET 16384B -P 1')")
     args = ap.parse_args()
     fabric = tempfile.mkdtemp(prefix="pykv-bench-fabric-")
     os.environ["PYKV_SOFTRDMA_DIR"] = fabric
@@ -112,13 +116,21 @@ def main() -> None:
     srv.extra_args += ["--listener", f"rdma,bind=127.0.0.1,port={srv.port},backend=soft"]
     with srv:
         pid = srv.process.pid
-        print(f"# pykv pid {pid}, {args.conns} connections, ~{args.requests} requests per "
+        pin = not args.no_pin and (os.cpu_count() or 1) >= 2
+        if pin:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setaffinity(int(tid), {0})
+            os.sched_setaffinity(0, {1})
+        print(f"# pin={'server:0,client:1' if pin else 'off'}; pykv pid {pid}, {args.conns} connections, ~{args.requests} requests per "
               f"case (16 KB: a quarter), median of {args.runs} alternating runs; "
               f"cpu = server CPU seconds per 100k requests")
         print(f"{'case':18s} {'tcp ops/s':>10s} {'rdma ops/s':>10s} {'ratio':>6s}  "
               f"{'tcp p50/p99 us':>15s} {'rdma p50/p99 us':>16s}  "
               f"{'tcp cpu':>7s} {'rdma cpu':>8s} {'cpu ratio':>9s}")
         for op, size, pipeline in CASES:
+            name = f"{op.upper()} {size}B -P {pipeline}"
+            if args.only and args.only.lower() != name.lower():
+                continue
             runs: dict[str, list[dict[str, float]]] = {"tcp": [], "rdma": []}
             requests = args.requests if size < 1024 else args.requests // 4
             for i in range(args.runs):
@@ -130,7 +142,6 @@ def main() -> None:
             med = {kind: {f: statistics.median(r[f] for r in rs) for f in FIELDS}
                    for kind, rs in runs.items()}
             t, rd = med["tcp"], med["rdma"]
-            name = f"{op.upper()} {size}B -P {pipeline}"
             print(f"{name:18s} {t['ops']:10.0f} {rd['ops']:10.0f} {rd['ops'] / t['ops']:6.2f}  "
                   f"{t['p50']:7.0f}/{t['p99']:<7.0f} {rd['p50']:8.0f}/{rd['p99']:<7.0f}  "
                   f"{t['cpu100k']:7.2f} {rd['cpu100k']:8.2f} "

@@ -10,8 +10,9 @@ Python client (blocking). Errors are returned as a reason string, never raised p
 so a misbehaving peer costs only its own connection.
 
 A cdef class over the typed ``Session``: the per-request work (draining completions,
-window accounting, the reply write path) runs as C except for the calls into the verbs
-backend, whose bound methods are looked up once per connection.
+window accounting, the reply write path) runs as C. A backend built on ``cverbs`` (the
+software fabric) is called through C vtables; any other (pyverbs) through its Python
+methods, bound once per connection.
 """
 from pykv.rdma import verbs as v
 from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
@@ -23,6 +24,7 @@ from pykv.rdma.session import (
     ProtocolViolation,
 )
 
+from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair
 from pykv.rdma.session cimport PostSend, PostWrite, Session
 
 from pykv.rdma.verbs import (
@@ -41,6 +43,7 @@ cdef int _WC_RECV_IMM = WC_RECV_RDMA_WITH_IMM
 cdef int _WC_SEND = WC_SEND
 cdef int _WC_WRITE = WC_RDMA_WRITE
 cdef object _WRITE_WR_ID = WRITE_WR_ID
+cdef unsigned long long _WRITE_WR_ID_C = WRITE_WR_ID
 cdef object _ProtocolViolation = ProtocolViolation
 cdef object _VerbsError = v.VerbsError
 
@@ -57,6 +60,9 @@ cdef class Endpoint:
     # the QP's methods, bound once
     cdef object _poll, _post_recv, _post_write_imm, _get_cq_event, _req_notify
     cdef object _rx_view
+    # the same objects when their backend implements cverbs (else None)
+    cdef CQueuePair _cqp
+    cdef CMemoryRegion _cctrl, _crx
 
     def __init__(self, qp, str role, long long rx_size, on_data, *, signal_every=None,
                  double keepalive_interval=3.0) -> None:
@@ -76,6 +82,11 @@ cdef class Endpoint:
         self._get_cq_event = qp.get_cq_event
         self._req_notify = qp.req_notify
         self._rx_view = self.rx_mr.view
+        if isinstance(qp, CQueuePair) and isinstance(self.ctrl_mr, CMemoryRegion) \
+                and isinstance(self.rx_mr, CMemoryRegion):
+            self._cqp = <CQueuePair>qp
+            self._cctrl = <CMemoryRegion>self.ctrl_mr
+            self._crx = <CMemoryRegion>self.rx_mr
 
     # -- setup ------------------------------------------------------------------------
     def post_receives(self) -> None:
@@ -117,49 +128,68 @@ cdef class Endpoint:
 
     cdef _handle(self):
         cdef Session session = self.session
+        cdef CQueuePair cqp = self._cqp
         cdef list wcs
+        cdef WC w
         cdef int op, status
+        cdef unsigned long long wr_id
+        cdef unsigned int byte_len
+        cdef long long imm
         qp = self.qp
-        if self._get_cq_event():
-            qp.ack_cq_events(1)
-        self._req_notify()
+        if cqp is not None:
+            if cqp.get_cq_event():
+                cqp.ack_cq_events(1)
+            cqp.req_notify()
+        else:
+            if self._get_cq_event():
+                qp.ack_cq_events(1)
+            self._req_notify()
         ctrl = self.ctrl_mr
-        post_recv = self._post_recv
         while True:
-            wcs = self._poll(64)
+            wcs = cqp.poll(64) if cqp is not None else self._poll(64)
             if not wcs:
                 break
             for wc in wcs:
-                status = wc.status
-                op = wc.opcode
+                if isinstance(wc, WC):   # fields in C
+                    w = <WC>wc
+                    status, op, wr_id, byte_len = w.status, w.opcode, w.wr_id, w.byte_len
+                    imm = w._imm if w._has_imm else 0
+                else:
+                    status, op, wr_id, byte_len = wc.status, wc.opcode, wc.wr_id, wc.byte_len
+                    imm = wc.imm or 0
                 if status != _WC_SUCCESS:
                     raise _ProtocolViolation(
                         f"RDMA: CQ handle error status: {v.wc_status_str(status)}"
                         f"[{status:#x}], opcode : {op:#x}")
                 if op == _WC_RECV_IMM:
-                    session.on_write_imm(wc.imm or 0)
-                    wr_id = wc.wr_id
-                    post_recv(wr_id, ctrl, wr_id * _MSG, _MSG)
+                    session.on_write_imm(imm)
+                    self._repost(wr_id)
                     self.first_inbound = True
                 elif op == _WC_RECV:
-                    if wc.byte_len != _MSG:
+                    if byte_len != _MSG:
                         raise _ProtocolViolation(
-                            f"RDMA: FATAL error, recv corrupted cmd (length {wc.byte_len})")
-                    wr_id = wc.wr_id
+                            f"RDMA: FATAL error, recv corrupted cmd (length {byte_len})")
                     data = ctrl.read(wr_id * _MSG, _MSG)
                     before = session.tx.announced
                     session.on_recv(data)
                     if session.tx.announced != before:
                         self._peer_window()
-                    post_recv(wr_id, ctrl, wr_id * _MSG, _MSG)
+                    self._repost(wr_id)
                     self.first_inbound = True
                 elif op == _WC_WRITE or op == _WC_SEND:
-                    session.on_send_completed(wc.wr_id)
+                    session.on_send_completed(wr_id)
                 else:
                     raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
         self._deliver()
         if session.actions and not self._closed:
             self._execute()
+
+    cdef _repost(self, unsigned long long slot):
+        """Give receive slot ``slot`` back to the RQ (every inbound message consumed one)."""
+        if self._cqp is not None:
+            self._cqp.post_recv(slot, self._cctrl, slot * _MSG, _MSG)
+        else:
+            self._post_recv(slot, self.ctrl_mr, slot * _MSG, _MSG)
 
     cdef _deliver(self):
         """Hand the unread span to the upper layer as a view of the RX window (it copies
@@ -169,7 +199,10 @@ cdef class Endpoint:
         cdef Session session = self.session
         cdef long long start = session.rx.consumed, end = session.rx.written
         if end > start:
-            data = self._rx_view(start, end - start)
+            if self._crx is not None:
+                data = self._crx.view(start, end - start)
+            else:
+                data = self._rx_view(start, end - start)
             self._delivering = True
             try:
                 self.on_data(data)
@@ -227,7 +260,7 @@ cdef class Endpoint:
             self._failed(exc)
         return nxt, self.error
 
-    cdef _execute(self):
+    cpdef _execute(self):
         cdef PostWrite w
         cdef PostSend s
         cdef long long n
@@ -239,9 +272,15 @@ cdef class Endpoint:
                 n = len(w.data)
                 tx = self.tx_mr
                 assert tx is not None
-                tx.write(w.offset, w.data)
-                self._post_write_imm(_WRITE_WR_ID if w.signaled else 0, tx, w.offset, n,
-                                     w.remote_addr, w.rkey, n, w.signaled)
+                if self._cqp is not None and isinstance(tx, CMemoryRegion):
+                    (<CMemoryRegion>tx).write(w.offset, w.data)
+                    self._cqp.post_write_imm(_WRITE_WR_ID_C if w.signaled else 0, tx,
+                                             w.offset, n, w.remote_addr, w.rkey, n,
+                                             w.signaled)
+                else:
+                    tx.write(w.offset, w.data)
+                    self._post_write_imm(_WRITE_WR_ID if w.signaled else 0, tx, w.offset, n,
+                                         w.remote_addr, w.rkey, n, w.signaled)
             else:
                 s = <PostSend>act
                 off = s.wr_id * _MSG

@@ -58,6 +58,8 @@ from libc.string cimport memcpy, memmove, memset
 
 from pykv.rdma import verbs as v
 
+from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair
+
 
 cdef extern from "<errno.h>" nogil:
     int errno
@@ -71,6 +73,7 @@ cdef extern from "<sys/uio.h>" nogil:
         void *iov_base
         size_t iov_len
     ssize_t writev(int fd, const iovec *iov, int iovcnt)
+    ssize_t readv(int fd, const iovec *iov, int iovcnt)
 
 
 cdef extern from "<sys/socket.h>" nogil:
@@ -111,6 +114,7 @@ cdef enum:
     S_RTS = 1
     S_ERR = 2
     INBUF_MIN = 262144
+    DIRECT_MIN = 32768
 
 # wire packet types
 P_WRITE, P_WRITE_IMM, P_SEND, P_ACK, P_NAK, P_REQ, P_REP, P_REJ, P_RTU, P_DISC = range(1, 11)
@@ -162,7 +166,7 @@ def _new_key() -> int:
             return key
 
 
-cdef class SoftMR:
+cdef class SoftMR(CMemoryRegion):
     """A registered region: page-aligned anonymous mmap with a real virtual address."""
 
     cdef public object pd
@@ -254,23 +258,10 @@ cdef class SoftPD:
 
 
 @cython.freelist(256)
-cdef class SoftWC:
-    """One work completion (the fields of ``verbs.WorkCompletion``), from a free list."""
+cdef class SoftWC(WC):
+    """One work completion, from a free list."""
 
-    cdef readonly unsigned long long wr_id
-    cdef readonly int status, opcode
-    cdef readonly unsigned int byte_len
-    cdef unsigned int _imm
-    cdef bint _has_imm
     cdef int sq_release   # SQ entries freed when this completion is polled
-
-    @property
-    def imm(self):
-        return self._imm if self._has_imm else None
-
-    def __repr__(self) -> str:
-        return (f"SoftWC(wr_id={self.wr_id}, status={self.status}, opcode={self.opcode}, "
-                f"byte_len={self.byte_len}, imm={self.imm})")
 
 
 cdef inline SoftWC _wc(unsigned long long wr_id, int status, int opcode,
@@ -285,7 +276,7 @@ cdef inline SoftWC _wc(unsigned long long wr_id, int status, int opcode,
     return wc
 
 
-cdef class SoftQP:
+cdef class SoftQP(CQueuePair):
     """PD + completion channel (eventfd) + CQ + RC QP on one wire socket."""
 
     cdef public object sock, pd, cm_sink, client_events
@@ -297,7 +288,7 @@ cdef class SoftQP:
     cdef public long long events_pending, events_reported, events_acked
     cdef public int sq_used, unsignaled, peer_rnr_retry, rnr_retry
     cdef public unsigned int next_psn
-    cdef public long long stats_rnr
+    cdef public long long stats_rnr, stats_direct
     cdef public str peer_address, local_address
     cdef int _state
     cdef bint _processing
@@ -319,6 +310,11 @@ cdef class SoftQP:
     # wire input buffer
     cdef char *_in
     cdef Py_ssize_t _in_cap, _in_r, _in_w
+    # direct placement of a large request's payload (see _direct_start)
+    cdef Hdr _dhdr
+    cdef char *_ddst          # where its next bytes go (NULL: its target vanished, drop them)
+    cdef Py_ssize_t _dleft    # payload bytes still to come
+    cdef object _dmr          # the MR they go to (kept alive while bytes arrive)
 
     def __init__(self, sock, *, int cq_size=2048, int max_send_wr=1024,
                  int max_recv_wr=1024, cm_sink=None, str peer_address="",
@@ -599,15 +595,21 @@ cdef class SoftQP:
         cdef Py_ssize_t room
         if self.closed or self.peer_gone:
             return False
+        if self._dleft:
+            return self._pump_direct(fd)
+        # buffer policy: restart at 0 whenever everything was processed; _process moves a
+        # partial packet to the front only when its rest would not fit behind it, so a
+        # large packet is copied within the buffer at most once
         if self._in_r == self._in_w:
             self._in_r = self._in_w = 0
-        elif self._in_cap - self._in_w < 65536 and self._in_r:
-            memmove(self._in, self._in + self._in_r, self._in_w - self._in_r)
-            self._in_w -= self._in_r
-            self._in_r = 0
         room = self._in_cap - self._in_w
-        if room < 65536:
-            self._grow(self._in_cap * 2)
+        if room < 4096:   # full of unprocessed bytes (an RNR stall) or a short tail
+            if self._in_r:
+                memmove(self._in, self._in + self._in_r, self._in_w - self._in_r)
+                self._in_w -= self._in_r
+                self._in_r = 0
+            if self._in_cap - self._in_w < 4096:
+                self._grow(self._in_cap * 2)
             room = self._in_cap - self._in_w
         got = c_recv(self.wire_fd, self._in + self._in_w, room, 0)
         if got < 0:
@@ -626,6 +628,107 @@ cdef class SoftQP:
         if len(self.outq):
             self.pump_write(fd)
         return not self.peer_gone
+
+    cdef bint _pump_direct(self, int fd) except *:
+        """Receive the rest of a large request straight into its target MR (one readv that
+        also takes whatever follows it into the wire buffer), as a NIC DMAs each packet of
+        a message where it belongs: no second copy of the payload through the buffer."""
+        cdef iovec iov[2]
+        cdef ssize_t got
+        cdef Py_ssize_t extra
+        cdef bint drop = self._ddst == NULL or not (<SoftMR>self._dmr).valid
+        self._in_r = self._in_w = 0          # everything before it was processed
+        iov[0].iov_base = self._in if drop else self._ddst
+        iov[0].iov_len = min(self._dleft, self._in_cap) if drop else self._dleft
+        iov[1].iov_base = self._in + iov[0].iov_len if drop else self._in
+        iov[1].iov_len = self._in_cap - iov[0].iov_len if drop else self._in_cap
+        got = readv(self.wire_fd, iov, 2 if iov[1].iov_len else 1)
+        if got < 0:
+            if errno == EAGAIN or errno == EINTR:
+                return True
+            got = 0
+        if got == 0:
+            self._peer_vanished()
+            return False
+        if got < self._dleft:
+            self._dleft -= got
+            if not drop:
+                self._ddst += got
+            return True
+        extra = got - self._dleft
+        if extra and drop:
+            memmove(self._in, self._in + self._dleft, extra)
+        self._in_w = extra
+        self._dleft = 0
+        self.in_pump = True
+        try:
+            self._direct_finish(drop)
+            self._process()
+        finally:
+            self.in_pump = False
+        if len(self.outq):
+            self.pump_write(fd)
+        return not self.peer_gone
+
+    cdef bint _direct_start(self, Hdr *hdr, Py_ssize_t pos) except *:
+        """``hdr`` (at ``pos``) starts a request whose payload has only partly arrived. If
+        it is large and will be accepted — RTS, the rkey/access/bounds checks pass, a
+        receive is posted when it needs one — copy what arrived to its target and receive
+        the rest there directly (``_pump_direct``); its completion is made when the last
+        byte is in, exactly as for a buffered request. False: leave it to the buffer."""
+        cdef SoftMR mr
+        cdef char *dst
+        cdef Py_ssize_t have = self._in_w - pos - sizeof(Hdr)
+        cdef Py_ssize_t n = hdr.length
+        cdef long long off
+        cdef int i
+        if n - have < DIRECT_MIN or self._state != S_RTS:
+            return False
+        if hdr.ptype == C_SEND:
+            if not self._rq_count:
+                return False
+            i = self._rq_head
+            mr = <SoftMR>self._rq_mr[i]
+            if n > self._rq_len[i] or not mr.valid:
+                return False
+            dst = mr.base + self._rq_off[i]
+        else:
+            found = (<SoftPD>self.pd).by_rkey.get(hdr.rkey)
+            if found is None:
+                return False
+            mr = <SoftMR>found
+            off = <long long>(hdr.raddr - mr.addr)
+            if (not mr.valid or not mr.remote_write or hdr.raddr < mr.addr
+                    or off + n > mr.length):
+                return False
+            if hdr.ptype == C_WRITE_IMM and not self._rq_count:
+                return False   # RNR: the buffered path waits or NAKs
+            dst = mr.base + off
+        memcpy(dst, self._in + pos + sizeof(Hdr), have)
+        self._dhdr = hdr[0]
+        self._ddst = dst + have
+        self._dleft = n - have
+        self._dmr = mr
+        self.stats_direct += 1
+        return True
+
+    cdef void _direct_finish(self, bint dropped) except *:
+        """The last byte of a directly placed request arrived: complete it as _process
+        completes a buffered one (its checks are repeated: they still hold unless the QP
+        failed meanwhile, in which case it is dropped as any request to an errored QP)."""
+        cdef Hdr hdr = self._dhdr
+        self._dmr = None
+        self._ddst = NULL
+        if dropped:
+            self._send_ctl(C_NAK, WC_REM_ACCESS_ERR, hdr.psn)
+            self._error(WC_WR_FLUSH_ERR, False)
+            return
+        self._respond(hdr.ptype, hdr.psn, hdr.rkey, hdr.imm, hdr.raddr, NULL, hdr.length)
+        if hdr.status & 1 and not self.peer_gone:
+            self._send_ctl(C_ACK, 0, hdr.psn)
+        if self.late_established and self.cm_sink is not None:
+            self.late_established = False
+            self.cm_sink(v.CM_ESTABLISHED, self)
 
     cdef void _grow(self, Py_ssize_t cap) except *:
         cdef char *p = <char *>realloc(self._in, cap)
@@ -654,11 +757,16 @@ cdef class SoftQP:
                 need = sizeof(Hdr) + (hdr.length if has_payload else 0)
                 end = pos + need
                 if self._in_w < end:
-                    if need > self._in_cap:   # a packet larger than the buffer: make room
+                    if ((hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM
+                         or hdr.ptype == C_SEND) and self._direct_start(&hdr, pos)):
+                        pos = self._in_w   # taken over by _pump_direct
+                        break
+                    if end > self._in_cap:   # its rest would not fit: move it to the front
                         memmove(self._in, self._in + pos, self._in_w - pos)
                         self._in_w -= pos
                         pos = 0
-                        self._grow(need)
+                        if need > self._in_cap:
+                            self._grow(need)
                     break
                 if hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM or hdr.ptype == C_SEND:
                     done = self._respond(hdr.ptype, hdr.psn, hdr.rkey, hdr.imm, hdr.raddr,
@@ -683,7 +791,8 @@ cdef class SoftQP:
 
     cdef int _respond(self, int ptype, unsigned int psn, unsigned int rkey, unsigned int imm,
                       unsigned long long raddr, const char *payload, Py_ssize_t n) except -1:
-        """Responder: place one request; 0 when it must wait (RNR)."""
+        """Responder: place one request; 0 when it must wait (RNR). ``payload`` NULL: it
+        was placed already (``_direct_start``), only the completion is left to make."""
         cdef SoftMR mr = None
         cdef SoftMR rmr
         cdef long long off = -1
@@ -702,7 +811,8 @@ cdef class SoftQP:
                 self._error(WC_WR_FLUSH_ERR, False)
                 return 1
             if ptype == C_WRITE:
-                memcpy(mr.base + off, payload, n)
+                if payload != NULL:
+                    memcpy(mr.base + off, payload, n)
                 return 1
         if not self._rq_count:
             self.stats_rnr += 1
@@ -722,11 +832,12 @@ cdef class SoftQP:
                 self._send_ctl(C_NAK, WC_REM_INV_REQ_ERR, psn)
                 self._error(WC_WR_FLUSH_ERR, False)
                 return 1
-            if rmr.valid:
+            if rmr.valid and payload != NULL:
                 memcpy(rmr.base + roff, payload, n)
             self._cpush(_wc(wr_id, WC_SUCCESS, WC_RECV, n))
         else:
-            memcpy(mr.base + off, payload, n)
+            if payload != NULL:
+                memcpy(mr.base + off, payload, n)
             self._cpush(_wc(wr_id, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM, n, imm, True))
         return 1
 

@@ -320,3 +320,30 @@ def test_connect_refused_and_bad_bind(tmp_path, monkeypatch):
         be.listen("192.0.2.77", 7778, 16)
     with pytest.raises(v.SetupError, match="wildcard"):
         be.listen("*", 7778, 16)
+
+
+def test_large_requests_are_placed_directly_and_complete_in_order(pair):
+    """A request whose payload arrives in pieces goes straight to its target MR; what
+    follows it on the wire (here a small WRITE_IMM, then a large SEND) is not disturbed."""
+    qa, qb = pair
+    size = 3 << 20
+    src = qa.reg_mr(size + 64, False)
+    dst = qb.reg_mr(size + 64, True)
+    ctrl = qb.reg_mr(size, False)
+    for i in range(3):
+        qb.post_recv(i, ctrl, 0 if i == 2 else 32 * i, size if i == 2 else 32)
+    pattern = bytes(range(256)) * (size // 256)
+    src.write(0, pattern)
+    src.write(size, b"tail")
+    qa.post_write_imm(1, src, 0, size, dst.addr, dst.rkey, size, False)
+    qa.post_write_imm(2, src, size, 4, dst.addr + size, dst.rkey, 4, False)
+    qa.post_send(3, src, 0, size, True)
+    settle(qa, qb)
+    wcs = qb.poll(8)
+    assert [(w.wr_id, w.status, w.byte_len) for w in wcs] == \
+        [(0, v.WC_SUCCESS, size), (1, v.WC_SUCCESS, 4), (2, v.WC_SUCCESS, size)]
+    assert [w.imm for w in wcs] == [size, 4, None]
+    assert dst.read(0, size) == pattern and dst.read(size, 4) == b"tail"
+    assert ctrl.read(0, size) == pattern
+    assert [(w.wr_id, w.status) for w in qa.poll(8)] == [(3, v.WC_SUCCESS)]
+    assert qb.stats_direct >= 2
