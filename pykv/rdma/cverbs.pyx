@@ -9,7 +9,10 @@ lookups on completions; any other backend (pyverbs) is driven through ordinary P
 The methods here only raise: subclasses implement them.
 """
 
+cimport cython
 
+
+@cython.freelist(256)
 cdef class WC:
     """One work completion (``imm`` is None unless the opcode carries an immediate)."""
 
@@ -40,6 +43,13 @@ cdef class CQueuePair:
     cpdef post_write_imm(self, unsigned long long wr_id, mr, Py_ssize_t offset,
                          Py_ssize_t length, unsigned long long remote_addr, unsigned int rkey,
                          unsigned int imm, bint signaled):
+        raise NotImplementedError
+
+    cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
+                                unsigned long long remote_addr, unsigned int rkey,
+                                unsigned int imm, bint signaled):
+        """RDMA_WRITE_WITH_IMM with IBV_SEND_INLINE: the payload is taken from ``data``
+        at post time (no MR, no lkey), for payloads up to ``max_inline_data``."""
         raise NotImplementedError
 
     cpdef bint get_cq_event(self):

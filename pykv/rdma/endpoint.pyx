@@ -270,6 +270,12 @@ cdef class Endpoint:
             if type(act) is PostWrite:
                 w = <PostWrite>act
                 n = len(w.data)
+                if self._cqp is not None and n <= self._cqp.max_inline_data:
+                    # inline: the payload leaves from the reply buffer, no staging copy
+                    self._cqp.post_write_imm_inline(_WRITE_WR_ID_C if w.signaled else 0,
+                                                    w.data, w.remote_addr, w.rkey, n,
+                                                    w.signaled)
+                    continue
                 tx = self.tx_mr
                 assert tx is not None
                 if self._cqp is not None and isinstance(tx, CMemoryRegion):

@@ -141,6 +141,9 @@ _CONN = struct.Struct(">B47s")
 
 QPS_RESET, QPS_RTS, QPS_ERR = "RESET", "RTS", "ERR"
 WIRE_BUFFER = 4 << 20
+# IBV_SEND_INLINE limit: payloads are read at post time anyway, so any write fits (1 MiB:
+# the client window; a server window is at most 16 MiB and larger writes are staged)
+INLINE_MAX = 1 << 20
 _STATE_NAMES = (QPS_RESET, QPS_RTS, QPS_ERR)
 
 
@@ -257,16 +260,11 @@ cdef class SoftPD:
         return mr
 
 
-@cython.freelist(256)
-cdef class SoftWC(WC):
-    """One work completion, from a free list."""
-
-    cdef int sq_release   # SQ entries freed when this completion is polled
-
-
-cdef inline SoftWC _wc(unsigned long long wr_id, int status, int opcode,
+# completions are cverbs.WC objects (from its free list); sq_release counts the SQ entries
+# freed when one is polled
+cdef inline WC _wc(unsigned long long wr_id, int status, int opcode,
                        unsigned int byte_len=0, unsigned int imm=0, bint has_imm=False):
-    cdef SoftWC wc = SoftWC.__new__(SoftWC)
+    cdef WC wc = WC.__new__(WC)
     wc.wr_id = wr_id
     wc.status = status
     wc.opcode = opcode
@@ -292,7 +290,7 @@ cdef class SoftQP(CQueuePair):
     cdef public str peer_address, local_address
     cdef int _state
     cdef bint _processing
-    # completion queue: a ring of SoftWC in a Python list
+    # completion queue: a ring of WC in a Python list
     cdef list _cq
     cdef int _cq_head, _cq_count
     # receive queue: C ring (+ the MRs in a parallel list)
@@ -351,6 +349,7 @@ cdef class SoftQP(CQueuePair):
         self._state = S_RESET
         self._sq_psn = 1
         self.next_psn = 1
+        self.max_inline_data = INLINE_MAX
         self.peer_rnr_retry = 7                # the peer's requester rnr_retry (from REQ/REP)
         self.rnr_retry = 7
         self.outq = bytearray()
@@ -417,19 +416,40 @@ cdef class SoftQP(CQueuePair):
                          unsigned int imm, bint signaled):
         self._post(C_WRITE_IMM, wr_id, mr, offset, length, remote_addr, rkey, imm, signaled)
 
+    cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
+                                unsigned long long remote_addr, unsigned int rkey,
+                                unsigned int imm, bint signaled):
+        # this NIC reads a payload when the request is posted (it goes onto the wire at
+        # once or into outq), so inline data is the same operation without the MR
+        cdef Py_buffer view
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if view.len > self.max_inline_data:
+                raise v.VerbsError(_errno.EINVAL, "inline data larger than max_inline_data")
+            self._post(C_WRITE_IMM, wr_id, None, 0, view.len, remote_addr, rkey, imm,
+                       signaled, <const char *>view.buf)
+        finally:
+            PyBuffer_Release(&view)
+
     cpdef post_write(self, unsigned long long wr_id, mr, Py_ssize_t offset, Py_ssize_t length,
                      unsigned long long remote_addr, unsigned int rkey, bint signaled):
         self._post(C_WRITE, wr_id, mr, offset, length, remote_addr, rkey, 0, signaled)
 
     cdef _post(self, int ptype, unsigned long long wr_id, mr, Py_ssize_t offset,
                Py_ssize_t length, unsigned long long raddr, unsigned int rkey, unsigned int imm,
-               bint signaled):
+               bint signaled, const char *inline_data=NULL):
         cdef Hdr hdr
+        cdef const char *payload
         if self.closed:
             raise v.VerbsError(_errno.EINVAL, "QP destroyed")
         if self.sq_used >= self.max_send_wr:
             raise v.VerbsError(_errno.ENOMEM, "send queue full")
-        cdef SoftMR m = self._local_mr(mr, offset, length)
+        cdef SoftMR m
+        if inline_data != NULL:
+            payload = inline_data
+        else:
+            m = self._local_mr(mr, offset, length)
+            payload = m.base + offset
         cdef int opcode = WC_SEND if ptype == C_SEND else WC_RDMA_WRITE
         self.sq_used += 1
         if self._state == S_ERR:
@@ -457,7 +477,7 @@ cdef class SoftQP(CQueuePair):
         hdr.imm = imm
         hdr.raddr = raddr
         hdr.length = <uint32_t>length
-        self._send(&hdr, m.base + offset, length)
+        self._send(&hdr, payload, length)
 
     cdef void _send(self, Hdr *hdr, const char *payload, Py_ssize_t n) except *:
         """Put a packet on the wire without ever blocking: what the socket does not take
@@ -536,7 +556,7 @@ cdef class SoftQP(CQueuePair):
         self._cpush(_wc(wc.wr_id, wc.status, wc.opcode, wc.byte_len or 0, imm or 0,
                         imm is not None), sq_release)
 
-    cdef void _cpush(self, SoftWC wc, int sq_release=0) except *:
+    cdef void _cpush(self, WC wc, int sq_release=0) except *:
         cdef uint64_t one = 1
         if self._cq_count >= self.cq_size:
             self.cq_overrun = True
@@ -573,7 +593,7 @@ cdef class SoftQP(CQueuePair):
         self.events_acked += n
 
     cpdef list poll(self, int max_entries):
-        cdef SoftWC wc
+        cdef WC wc
         cdef list out
         if self.cq_overrun:
             raise v.VerbsError(_errno.EIO, "CQ overrun")
@@ -581,7 +601,7 @@ cdef class SoftQP(CQueuePair):
             return []
         out = []
         while self._cq_count and len(out) < max_entries:
-            wc = <SoftWC>self._cq[self._cq_head]
+            wc = <WC>self._cq[self._cq_head]
             self._cq[self._cq_head] = None
             self._cq_head = (self._cq_head + 1) % self.cq_size
             self._cq_count -= 1
