@@ -3,7 +3,8 @@
 Two kinds of extension modules:
 
 * ``.pyx`` modules written for C speed: the RESP request parser and reply writer, the RDB
-  codecs (CRC-64, LZF), long-double arithmetic, HyperLogLog registers;
+  codecs (CRC-64, LZF), long-double arithmetic, HyperLogLog registers, the RDMA transport's
+  per-request path (windows, session, endpoint, the software fabric);
 * plain ``.py`` modules on the per-command path (the dispatcher, the keyspace, the busiest
   command families), compiled as they are. Their ``.py`` file stays the source of truth and
   runs unchanged without a compiler; after editing one, rebuild with
