@@ -347,3 +347,21 @@ def test_large_requests_are_placed_directly_and_complete_in_order(pair):
     assert ctrl.read(0, size) == pattern
     assert [(w.wr_id, w.status) for w in qa.poll(8)] == [(3, v.WC_SUCCESS)]
     assert qb.stats_direct >= 2
+
+
+def test_inline_write_needs_no_mr_and_has_a_limit(pair):
+    qa, qb = pair
+    dst = qb.reg_mr(4096, True)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(4, ctrl, 0, 32)
+    reply = bytearray(b"+OK\r\n")
+    qa.post_write_imm_inline(0, reply, dst.addr + 8, dst.rkey, 5, True)
+    reply[:] = b"-ERR\r"                      # the payload was taken at post time
+    settle(qa, qb)
+    (wc,) = qb.poll(4)
+    assert (wc.wr_id, wc.opcode, wc.imm) == (4, v.WC_RECV_RDMA_WITH_IMM, 5)
+    assert dst.read(8, 5) == b"+OK\r\n"
+    assert [(w.status, w.opcode) for w in qa.poll(4)] == [(v.WC_SUCCESS, v.WC_RDMA_WRITE)]
+    with pytest.raises(v.VerbsError):
+        qa.post_write_imm_inline(0, b"x" * (qa.max_inline_data + 1), dst.addr, dst.rkey, 1,
+                                 False)
