@@ -3,7 +3,8 @@
 Two kinds of extension modules:
 
 * ``.pyx`` modules written for C speed: the RESP request parser and reply writer, the RDB
-  codecs (CRC-64, LZF), long-double arithmetic, HyperLogLog registers;
+  codecs (CRC-64, LZF), long-double arithmetic, HyperLogLog registers, the RDMA transport's
+  per-request path (windows, session, endpoint, the software fabric);
 * plain ``.py`` modules on the per-command path (the dispatcher, the keyspace, the busiest
   command families), compiled as they are. Their ``.py`` file stays the source of truth and
   runs unchanged without a compiler; after editing one, rebuild with
@@ -21,6 +22,12 @@ PYX_MODULES = [
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",
+    # the RDMA transport's per-request path: windows, session, CQ handler, software fabric
+    "pykv/rdma/cverbs.pyx",
+    "pykv/rdma/window.pyx",
+    "pykv/rdma/session.pyx",
+    "pykv/rdma/endpoint.pyx",
+    "pykv/rdma/softfabric.pyx",
 ]
 
 # measured: compiling these cuts the instructions per GET/SET (bench/README.md)
@@ -44,12 +51,9 @@ COMPILED_PY_MODULES = [
     "pykv/scripting/engine.py",
     "pykv/commands/scripting.py",
     "pykv/server/pubsub.py",
-    # the RDMA transport's per-message path (sans-IO session, windows, software fabric)
+    # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
-    "pykv/rdma/window.py",
-    "pykv/rdma/session.py",
-    "pykv/rdma/softfabric.py",
-    "pykv/rdma/endpoint.py",
+    "pykv/rdma/client.py",
     "pykv/net/rdma.py",
 ]
 

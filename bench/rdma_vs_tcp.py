@@ -2,11 +2,14 @@
 
 One pykv process listens on TCP and RDMA (same port number). For each case — SET and GET,
 3-byte and 16 KB values, pipeline depth 1 and 16 — one client process drives 8 connections
-round-robin over each transport and this prints ops/s, p50/p99 latency per request batch
-and the server's CPU seconds per 100k requests (from /proc/PID/stat), one line per figure,
-then the RDMA/TCP ratios.
+round-robin over each transport, alternating TCP and RDMA ``--runs`` times, and this prints
+the medians side by side: ops/s, p50/p99 latency per request batch and the server's CPU
+seconds per 100k requests (user+sys of all its threads, from /proc/PID/task/*/schedstat,
+nanosecond resolution), then the RDMA/TCP ratios (ops/s and CPU per request). With two or
+more CPUs the server runs pinned to the first and this client to the second (``--no-pin``
+to turn off), as ``bench/compare`` does.
 
-    .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8]
+    .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8] [--runs 5]
 
 The software fabric moves bytes through unix sockets and eventfds, so it measures the
 protocol and dispatcher cost of the RDMA path in this process, not an RDMA NIC.
@@ -28,13 +31,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from pykv.rdma.client import RdmaSocket  # noqa: E402
 from pykv.testing import Server  # noqa: E402
 
-CLK = os.sysconf("SC_CLK_TCK")
-
 
 def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
+    """CPU time of every thread of ``pid`` (schedstat's first field is run time in ns)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that just ended
+    return total / 1e9
 
 
 def resp(*parts: bytes) -> bytes:
@@ -90,10 +97,18 @@ def run_case(kind: str, port: int, pid: int, op: str, size: int, pipeline: int,
     }
 
 
+CASES = [(op, size, pipeline) for op in ("set", "get") for size in (3, 16 * 1024)
+         for pipeline in (1, 16)]
+FIELDS = ("ops", "p50", "p99", "cpu100k")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=40_000)
     ap.add_argument("--conns", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=5, help="alternating runs per case (median)")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin server and client")
+    ap.add_argument("--only", help="run one case, by name (e.g. 'SET 16384B -P 1')")
     args = ap.parse_args()
     fabric = tempfile.mkdtemp(prefix="pykv-bench-fabric-")
     os.environ["PYKV_SOFTRDMA_DIR"] = fabric
@@ -101,24 +116,37 @@ def main() -> None:
     srv.extra_args += ["--listener", f"rdma,bind=127.0.0.1,port={srv.port},backend=soft"]
     with srv:
         pid = srv.process.pid
-        print(f"# pykv pid {pid}, {args.conns} connections, ~{args.requests} requests per case")
-        for op in ("set", "get"):
-            for size in (3, 16 * 1024):
-                for pipeline in (1, 16):
-                    res = {}
-                    for kind in ("tcp", "rdma"):
-                        r = run_case(kind, srv.port, pid, op, size, pipeline,
-                                     args.requests if size < 1024 else args.requests // 4,
-                                     args.conns)
-                        res[kind] = r
-                        name = f"{op.upper()} {size}B -P {pipeline} {kind}"
-                        print(f"{name:28s} ops/s={r['ops']:9.0f}  p50={r['p50']:8.0f}us  "
-                              f"p99={r['p99']:8.0f}us  server_cpu_s/100k={r['cpu100k']:6.2f}")
-                    t, rd = res["tcp"], res["rdma"]
-                    print(f"{op.upper()} {size}B -P {pipeline} ratio rdma/tcp: "
-                          f"ops/s={rd['ops'] / t['ops']:.2f}  "
-                          f"cpu/req={rd['cpu100k'] / t['cpu100k']:.2f}")
-                    sys.stdout.flush()
+        pin = not args.no_pin and (os.cpu_count() or 1) >= 2
+        if pin:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setaffinity(int(tid), {0})
+            os.sched_setaffinity(0, {1})
+        print(f"# pin={'server:0,client:1' if pin else 'off'}; pykv pid {pid}, {args.conns} connections, ~{args.requests} requests per "
+              f"case (16 KB: a quarter), median of {args.runs} alternating runs; "
+              f"cpu = server CPU seconds per 100k requests")
+        print(f"{'case':18s} {'tcp ops/s':>10s} {'rdma ops/s':>10s} {'ratio':>6s}  "
+              f"{'tcp p50/p99 us':>15s} {'rdma p50/p99 us':>16s}  "
+              f"{'tcp cpu':>7s} {'rdma cpu':>8s} {'cpu ratio':>9s}")
+        for op, size, pipeline in CASES:
+            name = f"{op.upper()} {size}B -P {pipeline}"
+            if args.only and args.only.lower() != name.lower():
+                continue
+            runs: dict[str, list[dict[str, float]]] = {"tcp": [], "rdma": []}
+            requests = args.requests if size < 1024 else args.requests // 4
+            for i in range(args.runs):
+                # alternate which transport goes first, so drift hits both alike
+                order = ("tcp", "rdma") if i % 2 == 0 else ("rdma", "tcp")
+                for kind in order:
+                    runs[kind].append(run_case(kind, srv.port, pid, op, size, pipeline,
+                                               requests, args.conns))
+            med = {kind: {f: statistics.median(r[f] for r in rs) for f in FIELDS}
+                   for kind, rs in runs.items()}
+            t, rd = med["tcp"], med["rdma"]
+            print(f"{name:18s} {t['ops']:10.0f} {rd['ops']:10.0f} {rd['ops'] / t['ops']:6.2f}  "
+                  f"{t['p50']:7.0f}/{t['p99']:<7.0f} {rd['p50']:8.0f}/{rd['p99']:<7.0f}  "
+                  f"{t['cpu100k']:7.2f} {rd['cpu100k']:8.2f} "
+                  f"{rd['cpu100k'] / t['cpu100k']:8.2f}x")
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ This mirrors Redis/Valkey ``src/connection.h``: each transport (tcp, unix, rdma,
 ``ListenerSpec`` and produces ``Connection`` objects. The dispatcher sees only
 ``Connection``; transports never see commands.
 
-A transport delivers bytes by calling ``handler.on_data(data)`` and reports the end of a
+A transport delivers bytes by calling ``handler.on_data(data)`` (``bytes``, or a
+``memoryview`` valid only during the call, which the handler copies) and reports the end of a
 connection with ``handler.on_close()``, where ``handler`` is what ``accept`` (the server's
 ``Server.accept``) returned for that connection. Transports that keep received bytes outside
 the kernel socket (TLS, RDMA) answer ``has_pending_data()`` and drain in
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 
 class ConnectionHandler(Protocol):
-    def on_data(self, data: bytes) -> None: ...
+    def on_data(self, data: bytes | memoryview) -> None: ...
     def on_close(self) -> None: ...
 
 

@@ -90,13 +90,15 @@ class RdmaConnection(Connection):
         if err is not None:
             self._fail(err)
             return
-        if self.closing and self.endpoint.idle():
+        endpoint = self.endpoint
+        if self.closing and endpoint.idle():
             self._teardown()
             return
-        if self.endpoint.has_pending() and not self._pending_scheduled:
+        if not self._pending_scheduled and endpoint.has_pending():
             self._pending_scheduled = True
             self.loop.call_soon(self._run_pending)
-        self._sync_writers()
+        if self._wfds or self.qp.write_fds():
+            self._sync_writers()
 
     def _sync_writers(self) -> None:
         """Watch fabric fds for writability only while the fabric has output queued."""

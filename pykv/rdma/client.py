@@ -19,6 +19,7 @@ from pykv.rdma.endpoint import Endpoint
 from pykv.rdma.session import CLIENT
 
 CLIENT_RX_SIZE = 1024 * 1024
+_MSG_PEEK = int(socket.MSG_PEEK)   # an int: enum arithmetic per recv() is measurable
 
 
 class RdmaError(ConnectionError):
@@ -77,26 +78,35 @@ class RdmaSocket:
 
     def sendall(self, data: bytes | bytearray | memoryview) -> None:
         ep = self._live()
-        self._check(ep.write(bytes(data)))
-        deadline = self._deadline()
-        # block while the server's window is full (libvalkey: "waiting for TX window")
-        while ep.session.pending_bytes:
-            self._wait(deadline, "RDMA: IO timeout")
+        # the session may keep a reference while the server's window is full: own the bytes
+        self._check(ep.write(data if type(data) is bytes else bytes(data)))
+        if ep.session.pending_bytes:
+            deadline = self._deadline()
+            # block while the server's window is full (libvalkey: "waiting for TX window")
+            while ep.session.pending_bytes:
+                self._wait(deadline, "RDMA: IO timeout")
 
     send = sendall
 
     def recv(self, n: int, flags: int = 0) -> bytes:
-        if not self._buf and not self._eof:
-            if flags & socket.MSG_PEEK:
+        buf = self._buf
+        peek = flags & _MSG_PEEK
+        if not buf and not self._eof:
+            if peek:
                 try:
                     self._fill(time.monotonic())
                 except (TimeoutError, BlockingIOError):
                     raise BlockingIOError("no data yet") from None
             else:
                 self._fill(self._deadline())
-        out = bytes(self._buf[:n])
-        if not flags & socket.MSG_PEEK:
-            del self._buf[:n]
+        if n >= len(buf):
+            out = bytes(buf)
+            if not peek:
+                buf.clear()
+            return out
+        out = bytes(memoryview(buf)[:n])
+        if not peek:
+            del buf[:n]
         return out
 
     def recv_into(self, buffer: bytearray | memoryview, nbytes: int = 0, flags: int = 0) -> int:
@@ -167,7 +177,7 @@ class RdmaSocket:
         fds = [qp.comp_fd, *qp.aux_fds()]
         wfds = qp.write_fds()
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, writable, _ = select.select(fds, wfds, [], timeout)
+        ready, writable, _ = select.select(fds, wfds, (), timeout)
         for fd in writable:
             qp.pump_write(fd)
         if not ready and writable:

@@ -94,6 +94,11 @@ class MemoryRegion(ABC):
     @abstractmethod
     def write(self, offset: int, data: bytes | bytearray | memoryview) -> None: ...
 
+    def view(self, offset: int, n: int) -> memoryview:
+        """``n`` bytes at ``offset`` for the caller to copy out before it returns control
+        (a backend that can map its memory returns it without a copy)."""
+        return memoryview(self.read(offset, n))
+
 
 class QueuePair(ABC):
     """One connection's verbs resources: PD, completion channel, CQ, RC QP, MRs."""

@@ -154,7 +154,9 @@ cdef class ClientCore:
     cdef public double last_interaction
 
     # -- transport callbacks -----------------------------------------------------------
-    def on_data(self, bytes data):
+    def on_data(self, data):
+        """Bytes from the transport: ``bytes``, or a buffer valid only during this call
+        (RDMA hands a view of its receive window; the parser copies it)."""
         if self.closing:
             return
         cdef Py_ssize_t n = len(data)

@@ -209,17 +209,19 @@ def test_completion_outside_pump_signals_the_fd(pair):
 
 def test_wire_never_blocks_and_queues_output(pair):
     qa, qb = pair
-    big = qa.reg_mr(4 << 20, False)
-    dst = qb.reg_mr(4 << 20, True)
+    # more than the wire's socket buffer (sized for a whole window in flight) can take
+    size = 2 * qa.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + (1 << 20)
+    big = qa.reg_mr(size, False)
+    dst = qb.reg_mr(size, True)
     ctrl = qb.reg_mr(64, False)
     qb.post_recv(0, ctrl, 0, 32)
-    big.write(0, b"z" * (4 << 20))
-    qa.post_write_imm(0, big, 0, 4 << 20, dst.addr, dst.rkey, 4 << 20, True)  # returns at once
+    big.write(0, b"z" * size)
+    qa.post_write_imm(0, big, 0, size, dst.addr, dst.rkey, size, True)  # returns at once
     assert qa.write_fds() == [qa.wire_fd]
     settle(qa, qb)
     assert qa.write_fds() == []
     (wc,) = qb.poll(4)
-    assert wc.byte_len == 4 << 20 and dst.read((4 << 20) - 3, 3) == b"zzz"
+    assert wc.byte_len == size and dst.read(size - 3, 3) == b"zzz"
 
 
 def test_destroy_with_unacked_cq_event_fails():
@@ -318,3 +320,48 @@ def test_connect_refused_and_bad_bind(tmp_path, monkeypatch):
         be.listen("192.0.2.77", 7778, 16)
     with pytest.raises(v.SetupError, match="wildcard"):
         be.listen("*", 7778, 16)
+
+
+def test_large_requests_are_placed_directly_and_complete_in_order(pair):
+    """A request whose payload arrives in pieces goes straight to its target MR; what
+    follows it on the wire (here a small WRITE_IMM, then a large SEND) is not disturbed."""
+    qa, qb = pair
+    size = 3 << 20
+    src = qa.reg_mr(size + 64, False)
+    dst = qb.reg_mr(size + 64, True)
+    ctrl = qb.reg_mr(size, False)
+    for i in range(3):
+        qb.post_recv(i, ctrl, 0 if i == 2 else 32 * i, size if i == 2 else 32)
+    pattern = bytes(range(256)) * (size // 256)
+    src.write(0, pattern)
+    src.write(size, b"tail")
+    qa.post_write_imm(1, src, 0, size, dst.addr, dst.rkey, size, False)
+    qa.post_write_imm(2, src, size, 4, dst.addr + size, dst.rkey, 4, False)
+    qa.post_send(3, src, 0, size, True)
+    settle(qa, qb)
+    wcs = qb.poll(8)
+    assert [(w.wr_id, w.status, w.byte_len) for w in wcs] == \
+        [(0, v.WC_SUCCESS, size), (1, v.WC_SUCCESS, 4), (2, v.WC_SUCCESS, size)]
+    assert [w.imm for w in wcs] == [size, 4, None]
+    assert dst.read(0, size) == pattern and dst.read(size, 4) == b"tail"
+    assert ctrl.read(0, size) == pattern
+    assert [(w.wr_id, w.status) for w in qa.poll(8)] == [(3, v.WC_SUCCESS)]
+    assert qb.stats_direct >= 2
+
+
+def test_inline_write_needs_no_mr_and_has_a_limit(pair):
+    qa, qb = pair
+    dst = qb.reg_mr(4096, True)
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(4, ctrl, 0, 32)
+    reply = bytearray(b"+OK\r\n")
+    qa.post_write_imm_inline(0, reply, dst.addr + 8, dst.rkey, 5, True)
+    reply[:] = b"-ERR\r"                      # the payload was taken at post time
+    settle(qa, qb)
+    (wc,) = qb.poll(4)
+    assert (wc.wr_id, wc.opcode, wc.imm) == (4, v.WC_RECV_RDMA_WITH_IMM, 5)
+    assert dst.read(8, 5) == b"+OK\r\n"
+    assert [(w.status, w.opcode) for w in qa.poll(4)] == [(v.WC_SUCCESS, v.WC_RDMA_WRITE)]
+    with pytest.raises(v.VerbsError):
+        qa.post_write_imm_inline(0, b"x" * (qa.max_inline_data + 1), dst.addr, dst.rkey, 1,
+                                 False)

@@ -1,3 +1,4 @@
+# cython: language_level=3
 """The sans-IO RDMA connection: control messages and windows in, verbs work requests out.
 
 A ``Session`` is one side of one connection (server or client role). It knows the protocol
@@ -13,15 +14,17 @@ and the current time, then execute the actions it queues in order:
   staging buffer at ``offset`` and post RDMA_WRITE_WITH_IMM with ``imm = len(data)``.
 
 Protocol violations raise ``ProtocolViolation`` with the one-line reason to log; the driver
-then closes that connection (never the process).
+then closes that connection (never the process). A cdef class (``session.pxd``): the
+driver's per-request calls (``on_write_imm``, ``consume``, ``write``) are C calls on typed
+fields.
 """
-from __future__ import annotations
-
 from collections import deque
-from dataclasses import dataclass
 
 from pykv.rdma import messages as m
-from pykv.rdma.window import RxWindow, TxWindow, WindowViolation
+
+from pykv.rdma.window import WindowViolation
+
+from pykv.rdma.window cimport RxWindow, TxWindow
 
 SERVER, CLIENT = "server", "client"
 
@@ -32,47 +35,68 @@ SQ_DEPTH = 1024
 WRITE_WR_ID = 1 << 32      # wr_id of signaled data writes (never collides with a slot)
 KEEPALIVE_INTERVAL = 3.0
 CTRL_RESERVE = 16          # SQ entries kept free for control messages
+cdef long long _CTRL_RESERVE = 16
 
 
 class ProtocolViolation(Exception):
     """The peer broke the protocol; the connection must be closed (reason in ``str``)."""
 
 
-@dataclass(slots=True)
-class PostSend:
-    wr_id: int
-    msg: bytes
+cdef class PostSend:
+    def __init__(self, wr_id, bytes msg) -> None:
+        self.wr_id = wr_id
+        self.msg = msg
+
+    def __repr__(self) -> str:
+        return f"PostSend(wr_id={self.wr_id}, msg={self.msg!r})"
 
 
-@dataclass(slots=True)
-class PostWrite:
-    offset: int
-    data: memoryview
-    remote_addr: int
-    rkey: int
-    signaled: bool
+cdef class PostWrite:
+    def __init__(self, long long offset, data, unsigned long long remote_addr,
+                 unsigned int rkey, bint signaled) -> None:
+        self.offset = offset
+        self.data = data
+        self.remote_addr = remote_addr
+        self.rkey = rkey
+        self.signaled = signaled
+
+    def __repr__(self) -> str:
+        return (f"PostWrite(offset={self.offset}, {len(self.data)} bytes, "
+                f"remote_addr={self.remote_addr:#x}, rkey={self.rkey:#x}, "
+                f"signaled={self.signaled})")
 
 
-Action = PostSend | PostWrite
+Action = (PostSend, PostWrite)
 
 
-class Session:
+cdef PostWrite _post_write(long long offset, data, unsigned long long raddr, unsigned int rkey,
+                           bint signaled):
+    cdef PostWrite act = PostWrite.__new__(PostWrite)
+    act.offset = offset
+    act.data = data
+    act.remote_addr = raddr
+    act.rkey = rkey
+    act.signaled = signaled
+    return act
+
+
+cdef class Session:
     """Protocol state of one RDMA connection (either role)."""
 
-    def __init__(self, role: str, rx_addr: int, rx_length: int, rx_rkey: int, *,
-                 sq_depth: int = SQ_DEPTH, signal_every: int | None = None,
-                 keepalive_interval: float = KEEPALIVE_INTERVAL) -> None:
+    def __init__(self, str role, unsigned long long rx_addr, long long rx_length,
+                 unsigned int rx_rkey, *, long long sq_depth=SQ_DEPTH, signal_every=None,
+                 double keepalive_interval=KEEPALIVE_INTERVAL) -> None:
         if role not in (SERVER, CLIENT):
             raise ValueError(role)
         self.role = role
         self.rx = RxWindow(rx_length)
         self.rx_addr, self.rx_rkey = rx_addr, rx_rkey
         self.tx = TxWindow()
-        self.actions: deque[Action] = deque()
+        self.actions = deque()
         self.established = False
         self.announced = False
         # outgoing bytes waiting for room in the peer's window
-        self.pending: deque[memoryview] = deque()
+        self.pending = deque()
         self.pending_bytes = 0
         # send-queue accounting
         self.sq_depth = sq_depth
@@ -80,22 +104,22 @@ class Session:
         self.posted = 0              # work requests ever posted
         self.released = 0            # work requests whose SQ entries are free again
         self.unsignaled_run = 0
-        self._signaled: deque[tuple[int, int]] = deque()  # (wr_id, posted count at post)
-        self._free_slots: list[int] = list(range(RECV_SLOTS + SEND_SLOTS - 1, RECV_SLOTS - 1, -1))
+        self._signaled = deque()     # (wr_id, posted count at post) of signaled requests
+        self._free_slots = list(range(RECV_SLOTS + SEND_SLOTS - 1, RECV_SLOTS - 1, -1))
         # keepalive (server role only)
         self.keepalive_interval = keepalive_interval
-        self.next_keepalive: float | None = None
-        self.keepalive_slot: int | None = None
+        self.next_keepalive = None
+        self.keepalive_slot = None
         self.keepalives_sent = 0
         self.keepalives_skipped = 0
         # statistics
         self.writes_posted = 0
         self.bytes_sent = 0
         self.bytes_received = 0
-        self.ctrl_received: dict[int, int] = {}   # opcode -> count
+        self.ctrl_received = {}   # opcode -> count
 
     # -- events from the driver ---------------------------------------------------------
-    def on_established(self, now: float = 0.0) -> None:
+    def on_established(self, double now=0.0) -> None:
         """CM ESTABLISHED (or first inbound completion): announce our window once."""
         if self.established:
             return
@@ -104,7 +128,7 @@ class Session:
         if self.role == SERVER and self.keepalive_interval > 0:
             self.next_keepalive = now + self.keepalive_interval
 
-    def on_recv(self, data: bytes | memoryview) -> None:
+    def on_recv(self, data) -> None:
         """An ``IBV_WC_RECV`` completion: one control message (``byte_len`` bytes)."""
         try:
             msg = m.decode(data)
@@ -127,15 +151,18 @@ class Session:
             raise ProtocolViolation(
                 f"RDMA: SetClientFeature asks for unsupported features {msg.features:#x}")
 
-    def on_write_imm(self, n: int) -> None:
+    cpdef on_write_imm(self, long long n):
         """An ``IBV_WC_RECV_RDMA_WITH_IMM`` completion; ``n`` is the host-order immediate."""
-        try:
-            self.rx.on_write(n)
-        except WindowViolation as exc:
-            raise ProtocolViolation(f"RDMA: {exc}") from None
+        cdef RxWindow rx = self.rx
+        if n < 0 or rx.written + n > rx.length:   # RxWindow.on_write's check, inlined
+            try:
+                rx.on_write(n)
+            except WindowViolation as exc:
+                raise ProtocolViolation(f"RDMA: {exc}") from None
+        rx.written += n
         self.bytes_received += n
 
-    def on_send_completed(self, wr_id: int) -> None:
+    cpdef on_send_completed(self, wr_id):
         """A successful signaled SEND or WRITE completion: frees SQ entries (and a slot)."""
         if not self._signaled:
             raise ProtocolViolation(f"RDMA: unexpected send completion wr_id={wr_id}")
@@ -151,27 +178,29 @@ class Session:
         self.flush()
 
     # -- receive side ---------------------------------------------------------------------
-    def unread(self) -> tuple[int, int]:
+    def unread(self) -> tuple:
         """The span ``[start, end)`` of the RX window that holds unread bytes."""
         return self.rx.consumed, self.rx.written
 
-    def consume(self, n: int) -> None:
+    cpdef consume(self, long long n):
         """The driver copied ``n`` bytes out; re-announce if the window is now exhausted."""
-        self.rx.consume(n)
-        if self.rx.exhausted():
-            self.rx.reset()
+        cdef RxWindow rx = self.rx
+        rx.consume(n)
+        if rx.consumed == rx.written == rx.length:
+            rx.reset()
             self._announce()
 
     # -- send side ------------------------------------------------------------------------
-    def write(self, data: bytes | bytearray | memoryview) -> None:
+    cpdef write(self, data):
         """Queue reply/request bytes and post what the peer's window and the SQ allow."""
-        n = len(data)
+        cdef long long n = len(data)
+        cdef TxWindow tx = self.tx
+        cdef long long offset
         if not n:
             return
-        tx = self.tx
         if (not self.pending and n <= tx.length - tx.offset
                 and self.unsignaled_run + 1 < self.signal_every
-                and self.posted + 1 - self.released < self.sq_depth - CTRL_RESERVE):
+                and self.posted + 1 - self.released < self.sq_depth - _CTRL_RESERVE):
             # the common case, same outcome as flush(): it all fits, unsignaled
             offset = tx.offset
             tx.offset = offset + n
@@ -179,19 +208,20 @@ class Session:
             self.posted += 1
             self.writes_posted += 1
             self.bytes_sent += n
-            self.actions.append(PostWrite(offset, memoryview(data), tx.addr + offset, tx.rkey,
-                                          False))
+            self.actions.append(_post_write(offset, data, tx.addr + offset, tx.rkey, False))
             return
         self.pending.append(memoryview(data))
         self.pending_bytes += n
         self.flush()
 
-    def flush(self) -> None:
+    cpdef flush(self):
+        cdef TxWindow tx = self.tx
+        cdef long long limit = self.sq_depth - _CTRL_RESERVE
+        cdef long long room, n, offset
+        cdef bint signaled
         pending = self.pending
-        tx = self.tx
-        limit = self.sq_depth - CTRL_RESERVE
         while pending:
-            room = tx.room()
+            room = tx.length - tx.offset
             if room <= 0 or self.posted - self.released >= limit:
                 return
             head = pending[0]
@@ -202,27 +232,27 @@ class Session:
             else:
                 chunk, pending[0] = head[:n], head[n:]
             self.pending_bytes -= n
-            offset, raddr = tx.take(n)
+            offset = tx.offset
+            tx.offset = offset + n
             self.unsignaled_run += 1
-            outstanding_after = self.posted + 1 - self.released
             signaled = (self.unsignaled_run >= self.signal_every
-                        or outstanding_after >= limit)
+                        or self.posted + 1 - self.released >= limit)
             self._post(WRITE_WR_ID if signaled else None)
             if signaled:
                 self.unsignaled_run = 0
             self.writes_posted += 1
             self.bytes_sent += n
-            self.actions.append(PostWrite(offset, chunk, raddr, tx.rkey, signaled))
+            self.actions.append(_post_write(offset, chunk, tx.addr + offset, tx.rkey, signaled))
 
     def wants_window(self) -> bool:
         """Bytes are queued but the peer's window is full (waiting for RegisterXferMemory)."""
         return self.pending_bytes > 0 and self.tx.room() == 0
 
-    def outstanding(self) -> int:
+    cpdef long long outstanding(self):
         return self.posted - self.released
 
     # -- keepalive ------------------------------------------------------------------------
-    def tick(self, now: float) -> float | None:
+    def tick(self, double now):
         """Send a Keepalive if one is due; returns when to call again (None: never)."""
         if self.next_keepalive is None:
             return None
@@ -238,16 +268,16 @@ class Session:
         return self.next_keepalive
 
     # -- internals ------------------------------------------------------------------------
-    def _announce(self) -> None:
+    cdef _announce(self):
         self._send_ctrl(m.RegisterXferMemory(self.rx_addr, self.rx.length, self.rx_rkey).encode())
         self.announced = True
 
-    def _send_ctrl(self, msg: bytes) -> int:
+    def _send_ctrl(self, bytes msg):
         slot = self._send_ctrl_slot()
         self.actions.append(PostSend(slot, msg))
         return slot
 
-    def _send_ctrl_slot(self) -> int:
+    def _send_ctrl_slot(self):
         """Reserve a control slot and an SQ entry for one signaled SEND."""
         if not self._free_slots:
             raise ProtocolViolation("RDMA: no empty command buffers (peer stopped receiving)")
@@ -257,12 +287,12 @@ class Session:
         self._post(slot)
         return slot
 
-    def _post(self, signaled_wr_id: int | None) -> None:
+    cdef _post(self, signaled_wr_id):
         self.posted += 1
         if signaled_wr_id is not None:
             self._signaled.append((signaled_wr_id, self.posted))
 
-    def take_actions(self) -> list[Action]:
+    def take_actions(self) -> list:
         out = list(self.actions)
         self.actions.clear()
         return out

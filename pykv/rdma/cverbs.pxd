@@ -1,0 +1,29 @@
+cdef class WC:
+    cdef readonly unsigned long long wr_id
+    cdef readonly int status, opcode
+    cdef readonly unsigned int byte_len
+    cdef unsigned int _imm
+    cdef bint _has_imm
+    cdef int sq_release   # backend bookkeeping (soft fabric: SQ entries freed when polled)
+
+
+cdef class CMemoryRegion:
+    cpdef bytes read(self, Py_ssize_t offset, Py_ssize_t n)
+    cpdef write(self, Py_ssize_t offset, data)
+    cpdef view(self, Py_ssize_t offset, Py_ssize_t n)
+
+
+cdef class CQueuePair:
+    cdef public Py_ssize_t max_inline_data   # largest IBV_SEND_INLINE payload (0: none)
+
+    cpdef post_recv(self, unsigned long long wr_id, mr, Py_ssize_t offset, Py_ssize_t length)
+    cpdef post_write_imm(self, unsigned long long wr_id, mr, Py_ssize_t offset,
+                         Py_ssize_t length, unsigned long long remote_addr, unsigned int rkey,
+                         unsigned int imm, bint signaled)
+    cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
+                                unsigned long long remote_addr, unsigned int rkey,
+                                unsigned int imm, bint signaled)
+    cpdef bint get_cq_event(self)
+    cpdef ack_cq_events(self, long long n)
+    cpdef req_notify(self)
+    cpdef list poll(self, int max_entries)

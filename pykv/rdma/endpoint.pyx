@@ -1,0 +1,322 @@
+# cython: language_level=3
+"""One RDMA connection's driver: verbs completions into the session, its actions onto verbs.
+
+Owns the per-connection buffers (the 64 KiB control MR with 1024 receive and 1024 send
+slots, the RX window MR, the TX staging MR sized to the peer's window) and the CQ handler
+of Valkey's design: take the channel event, ack it, re-arm, poll until empty, then hand
+every unread byte to the upper layer, re-announce the window if it is exhausted, and post
+queued output. Used by the server's ``rdma`` connection type (event-loop driven) and by the
+Python client (blocking). Errors are returned as a reason string, never raised past here,
+so a misbehaving peer costs only its own connection.
+
+A cdef class over the typed ``Session``: the per-request work (draining completions,
+window accounting, the reply write path) runs as C. A backend built on ``cverbs`` (the
+software fabric) is called through C vtables; any other (pyverbs) through its Python
+methods, bound once per connection.
+"""
+from pykv.rdma import verbs as v
+from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
+
+from pykv.rdma.session import (
+    RECV_SLOTS,
+    SEND_SLOTS,
+    WRITE_WR_ID,
+    ProtocolViolation,
+)
+
+from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair
+from pykv.rdma.session cimport PostSend, PostWrite, Session
+
+from pykv.rdma.verbs import (
+    WC_RDMA_WRITE,
+    WC_RECV,
+    WC_RECV_RDMA_WITH_IMM,
+    WC_SEND,
+    WC_SUCCESS,
+)
+
+POLL_BATCH = 64
+cdef int _MSG = 32
+cdef int _WC_SUCCESS = WC_SUCCESS
+cdef int _WC_RECV = WC_RECV
+cdef int _WC_RECV_IMM = WC_RECV_RDMA_WITH_IMM
+cdef int _WC_SEND = WC_SEND
+cdef int _WC_WRITE = WC_RDMA_WRITE
+cdef object _WRITE_WR_ID = WRITE_WR_ID
+cdef unsigned long long _WRITE_WR_ID_C = WRITE_WR_ID
+cdef object _ProtocolViolation = ProtocolViolation
+cdef object _VerbsError = v.VerbsError
+
+
+cdef class Endpoint:
+    """Binds a ``Session`` to a ``QueuePair``."""
+
+    cdef public object qp, on_data, ctrl_mr, rx_mr, tx_mr, error
+    cdef public Session session
+    cdef public long long peer_windows
+    cdef public bint first_inbound
+    cdef bint _delivering   # the unread span is being handed to on_data right now
+    cdef bint _closed       # close() ran (possibly from inside on_data)
+    # the QP's methods, bound once
+    cdef object _poll, _post_recv, _post_write_imm, _get_cq_event, _req_notify
+    cdef object _rx_view
+    # the same objects when their backend implements cverbs (else None)
+    cdef CQueuePair _cqp
+    cdef CMemoryRegion _cctrl, _crx
+
+    def __init__(self, qp, str role, long long rx_size, on_data, *, signal_every=None,
+                 double keepalive_interval=3.0) -> None:
+        self.qp = qp
+        self.on_data = on_data
+        self.ctrl_mr = qp.reg_mr((RECV_SLOTS + SEND_SLOTS) * MSG_SIZE, remote_write=False)
+        self.rx_mr = qp.reg_mr(rx_size, remote_write=True)
+        self.tx_mr = None
+        self.session = Session(role, self.rx_mr.addr, rx_size, self.rx_mr.rkey,
+                               signal_every=signal_every, keepalive_interval=keepalive_interval)
+        self.error = None
+        self.peer_windows = 0
+        self.first_inbound = False
+        self._poll = qp.poll
+        self._post_recv = qp.post_recv
+        self._post_write_imm = qp.post_write_imm
+        self._get_cq_event = qp.get_cq_event
+        self._req_notify = qp.req_notify
+        self._rx_view = self.rx_mr.view
+        if isinstance(qp, CQueuePair) and isinstance(self.ctrl_mr, CMemoryRegion) \
+                and isinstance(self.rx_mr, CMemoryRegion):
+            self._cqp = <CQueuePair>qp
+            self._cctrl = <CMemoryRegion>self.ctrl_mr
+            self._crx = <CMemoryRegion>self.rx_mr
+
+    # -- setup ------------------------------------------------------------------------
+    def post_receives(self) -> None:
+        for slot in range(RECV_SLOTS):
+            self.qp.post_recv(slot, self.ctrl_mr, slot * MSG_SIZE, MSG_SIZE)
+        self.qp.req_notify()
+
+    def established(self, double now=0.0):
+        if self.error is not None:
+            return self.error
+        try:
+            self.session.on_established(now)
+            self._execute()   # the RegisterXferMemory leaves now, not with the next batch
+        except BaseException as exc:
+            self._failed(exc)
+        return self.error
+
+    # -- the CQ handler -----------------------------------------------------------------
+    cpdef handle_completions(self):
+        """Drain the CQ and everything it made available; returns an error reason or None."""
+        if self.error is not None:
+            return self.error
+        try:
+            self._handle()
+        except BaseException as exc:
+            self._failed(exc)
+        return self.error
+
+    cdef _failed(self, exc):
+        """Record why the connection is unusable (re-raises what is not ours to handle)."""
+        if isinstance(exc, _ProtocolViolation):
+            self.error = str(exc)
+        elif isinstance(exc, _VerbsError):
+            self.error = f"RDMA: verbs error: {exc}"
+        elif isinstance(exc, OSError):
+            self.error = f"RDMA: {exc}"
+        else:
+            raise exc
+
+    cdef _handle(self):
+        cdef Session session = self.session
+        cdef CQueuePair cqp = self._cqp
+        cdef list wcs
+        cdef WC w
+        cdef int op, status
+        cdef unsigned long long wr_id
+        cdef unsigned int byte_len
+        cdef long long imm
+        qp = self.qp
+        if cqp is not None:
+            if cqp.get_cq_event():
+                cqp.ack_cq_events(1)
+            cqp.req_notify()
+        else:
+            if self._get_cq_event():
+                qp.ack_cq_events(1)
+            self._req_notify()
+        ctrl = self.ctrl_mr
+        while True:
+            wcs = cqp.poll(64) if cqp is not None else self._poll(64)
+            if not wcs:
+                break
+            for wc in wcs:
+                if isinstance(wc, WC):   # fields in C
+                    w = <WC>wc
+                    status, op, wr_id, byte_len = w.status, w.opcode, w.wr_id, w.byte_len
+                    imm = w._imm if w._has_imm else 0
+                else:
+                    status, op, wr_id, byte_len = wc.status, wc.opcode, wc.wr_id, wc.byte_len
+                    imm = wc.imm or 0
+                if status != _WC_SUCCESS:
+                    raise _ProtocolViolation(
+                        f"RDMA: CQ handle error status: {v.wc_status_str(status)}"
+                        f"[{status:#x}], opcode : {op:#x}")
+                if op == _WC_RECV_IMM:
+                    session.on_write_imm(imm)
+                    self._repost(wr_id)
+                    self.first_inbound = True
+                elif op == _WC_RECV:
+                    if byte_len != _MSG:
+                        raise _ProtocolViolation(
+                            f"RDMA: FATAL error, recv corrupted cmd (length {byte_len})")
+                    data = ctrl.read(wr_id * _MSG, _MSG)
+                    before = session.tx.announced
+                    session.on_recv(data)
+                    if session.tx.announced != before:
+                        self._peer_window()
+                    self._repost(wr_id)
+                    self.first_inbound = True
+                elif op == _WC_WRITE or op == _WC_SEND:
+                    session.on_send_completed(wr_id)
+                else:
+                    raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
+        self._deliver()
+        if session.actions and not self._closed:
+            self._execute()
+
+    cdef _repost(self, unsigned long long slot):
+        """Give receive slot ``slot`` back to the RQ (every inbound message consumed one)."""
+        if self._cqp is not None:
+            self._cqp.post_recv(slot, self._cctrl, slot * _MSG, _MSG)
+        else:
+            self._post_recv(slot, self.ctrl_mr, slot * _MSG, _MSG)
+
+    cdef _deliver(self):
+        """Hand the unread span to the upper layer as a view of the RX window (it copies
+        what it keeps: the parser appends it to its buffer, as it does a socket's bytes),
+        then consume it, which may re-announce the window: the peer may overwrite it only
+        after that RegisterXferMemory, so the view is released before it can leave."""
+        cdef Session session = self.session
+        cdef long long start = session.rx.consumed, end = session.rx.written
+        if end > start:
+            if self._crx is not None:
+                data = self._crx.view(start, end - start)
+            else:
+                data = self._rx_view(start, end - start)
+            self._delivering = True
+            try:
+                self.on_data(data)
+            finally:
+                self._delivering = False
+                try:
+                    data.release()   # a caller that kept it gets an error, not stale bytes
+                except (AttributeError, BufferError):
+                    pass
+            if self._closed:   # the upper layer closed the connection while handling it
+                return
+            session.consume(end - start)
+            if session.actions:
+                self._execute()
+
+    cdef _peer_window(self):
+        need = self.session.tx.length
+        if self.tx_mr is None or self.tx_mr.length != need:
+            # the staging MR mirrors the peer's window (same offsets); re-size on change
+            self.tx_mr = self.qp.reg_mr(need, remote_write=False)
+        self.peer_windows += 1
+
+    # -- output ---------------------------------------------------------------------------
+    cpdef write(self, data):
+        if self.error is not None:
+            return self.error
+        try:
+            self.session.write(data)
+            if self.session.actions:
+                self._execute()
+        except BaseException as exc:
+            self._failed(exc)
+        return self.error
+
+    def send_fence(self):
+        """A signaled Keepalive: its completion proves every earlier write was delivered."""
+        if self.error is not None:
+            return self.error
+        try:
+            self.session.actions.append(PostSend(self.session._send_ctrl_slot(),
+                                                 KEEPALIVE_BYTES))
+            self._execute()
+        except BaseException as exc:
+            self._failed(exc)
+        return self.error
+
+    def tick(self, double now) -> tuple:
+        nxt = None
+        if self.error is not None:
+            return None, self.error
+        try:
+            nxt = self.session.tick(now)
+            self._execute()
+        except BaseException as exc:
+            self._failed(exc)
+        return nxt, self.error
+
+    cpdef _execute(self):
+        cdef PostWrite w
+        cdef PostSend s
+        cdef long long n
+        actions = self.session.actions
+        while actions:
+            act = actions.popleft()
+            if type(act) is PostWrite:
+                w = <PostWrite>act
+                n = len(w.data)
+                if self._cqp is not None and n <= self._cqp.max_inline_data:
+                    # inline: the payload leaves from the reply buffer, no staging copy
+                    self._cqp.post_write_imm_inline(_WRITE_WR_ID_C if w.signaled else 0,
+                                                    w.data, w.remote_addr, w.rkey, n,
+                                                    w.signaled)
+                    continue
+                tx = self.tx_mr
+                assert tx is not None
+                if self._cqp is not None and isinstance(tx, CMemoryRegion):
+                    (<CMemoryRegion>tx).write(w.offset, w.data)
+                    self._cqp.post_write_imm(_WRITE_WR_ID_C if w.signaled else 0, tx,
+                                             w.offset, n, w.remote_addr, w.rkey, n,
+                                             w.signaled)
+                else:
+                    tx.write(w.offset, w.data)
+                    self._post_write_imm(_WRITE_WR_ID if w.signaled else 0, tx, w.offset, n,
+                                         w.remote_addr, w.rkey, n, w.signaled)
+            else:
+                s = <PostSend>act
+                off = s.wr_id * _MSG
+                self.ctrl_mr.write(off, s.msg)
+                self.qp.post_send(s.wr_id, self.ctrl_mr, off, _MSG, True)
+
+    # -- state for the transport ------------------------------------------------------------
+    cpdef bint has_pending(self):
+        cdef Session s = self.session
+        return (s.rx.written > s.rx.consumed and not self._delivering) or (s.pending_bytes > 0
+                                                and s.tx.length > s.tx.offset
+                                                and s.posted - s.released < s.sq_depth - 16)
+
+    cpdef bint idle(self):
+        """Nothing queued and nothing outstanding on the send queue."""
+        return self.session.pending_bytes == 0 and self.session.posted == self.session.released
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self.qp.disconnect()
+        except OSError:
+            pass
+        finally:
+            # drain what the error state flushed, then destroy
+            try:
+                while self.qp.get_cq_event():
+                    self.qp.ack_cq_events(1)
+                while self.qp.poll(POLL_BATCH):
+                    pass
+            except OSError:
+                pass
+            self.qp.close()
