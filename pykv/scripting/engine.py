@@ -81,6 +81,7 @@ class ScriptClient(Client):
 class RunContext:
     """One running script or function: who called, what it may do, how it is going."""
 
+    # (compiled, the fields are declared in engine.pxd)
     __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
                  "killed", "async_mode", "start", "busy_error", "argv")
 
@@ -97,6 +98,7 @@ class RunContext:
         self.async_mode = False
         self.start = time.monotonic()
         self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
+        self.argv = None  # FCALL's command line, for FUNCTION STATS
 
 
 class CommandError(Exception):
@@ -152,6 +154,7 @@ class Engine:
         self._api_run_callback = self.api.run_callback
         self._api_resp_to_lua = self.api.resp_to_lua
         self.scripts: dict[bytes, tuple[bytes, Any, bool]] = {}
+        self._commands: dict[bytes, Any] = {}  # redis.call's command names as written
         self.client = ScriptClient(server)
         self.ctx: RunContext | None = None
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
@@ -410,10 +413,12 @@ class Engine:
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
         server = self.server
-        # the name as written is tried first (the dispatcher's per-spelling cache)
-        cmd = server.command_lookup.get(argv[0])
+        name = argv[0]
+        cmd = self._commands.get(name)  # the name as written (one cache entry per spelling)
         if cmd is None:
-            cmd = server.commands.get(argv[0].lower())
+            cmd = server.commands.get(name.lower())
+            if cmd is not None and len(self._commands) < 1024:
+                self._commands[name] = cmd
         if cmd is not None and cmd.subcommands:
             if len(argv) >= 2:
                 cmd = cmd.subcommands.get(argv[1].lower())

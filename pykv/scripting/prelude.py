@@ -323,7 +323,10 @@ end
 
 -- the result of a script: (true, resp) or (false, error message) for a top-level error
 local function encode_result(v, resp, lua_resp)
-    if type(v) == "table" then
+    local tv = type(v)
+    if tv == "string" then  -- the usual results need no buffer table
+        return true, "$" .. #v .. "\r\n" .. v .. "\r\n"
+    elseif tv == "table" then
         local e = rawget(v, "err")
         if type(e) == "string" then return false, clean(e) end
     end

@@ -1,0 +1,17 @@
+# Augments pykv/scripting/engine.py when Cython compiles it: the engine and the run context
+# become extension types, so the per-script bookkeeping (EVALSHA's hot path) reads and
+# writes C fields instead of instance dictionaries. Uncompiled, the .py runs as it is.
+
+cdef class RunContext:
+    cdef public object caller, name, command, busy_error, argv
+    cdef public bint read_only, is_function, wrote, killed, async_mode
+    cdef public int lua_resp
+    cdef public double start
+
+
+cdef class Engine:
+    cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
+    cdef public dict scripts, _commands
+    cdef public object client, ctx, _requests, _responses, _jobs, _worker, _poller
+    cdef public object _inline_threshold
+    cdef public bint inline_scripts, _inline
