@@ -256,6 +256,10 @@ class RdmaListener(Listener):
         except OSError as exc:
             log.warning("RDMA: listener %s:%s: %s", cm.bind, cm.port, exc)
         for _ in range(self.max_events_per_cycle):
+            if cm not in self.cms:
+                # the last event's teardown destroyed this listener (closing, and its last
+                # connection gone): its channel is closed, reading it again would crash
+                return
             ev = cm.get_event()
             if ev is None:
                 return

@@ -74,22 +74,30 @@ class FakeQP(v.QueuePair):
 
 
 class FakeCm(v.CmListener):
-    """Closing it closes the QPs made from it, as pyverbs does with a device context."""
+    """Closing it closes the QPs made from it, as pyverbs does with a device context; its
+    event channel must not be read after that (pyverbs: NULL channel, segfault)."""
 
     def __init__(self, calls: list[str], qps: list[FakeQP]) -> None:
         self.calls, self.qps = calls, qps
+        self.events: list[v.CmEvent] = []
+        self.closed = False
 
     def fds(self) -> list[int]:
         return []
 
+    def pump(self, fd: int) -> None:
+        pass
+
     def get_event(self):
-        return None
+        assert not self.closed, "event channel read after the listener was destroyed"
+        return self.events.pop(0) if self.events else None
 
     def stop_listening(self) -> None:
         self.calls.append("cm.stop_listening")
 
     def close(self) -> None:
         self.calls.append("cm.close")
+        self.closed = True
         for qp in self.qps:
             qp.closed = True
 
@@ -104,6 +112,20 @@ def _listener_with_one_connection():
     conn = RdmaConnection(listener, qp, 65536)
     listener.conns[id(qp)] = conn
     return loop, listener, conn, calls
+
+
+def test_cm_event_loop_stops_when_the_listener_is_destroyed_under_it():
+    # the last client of a listener moved by CONFIG SET rdma-port disconnects: handling its
+    # DISCONNECTED event destroys the listener, and the loop must not read the channel again
+    loop, listener, conn, calls = _listener_with_one_connection()
+    try:
+        cm = listener.cms[0]
+        listener.close()
+        cm.events.append(v.CmEvent(v.CM_DISCONNECTED, qp=conn.qp))
+        listener._on_cm(cm, -1)
+        assert calls[-1] == "cm.close" and cm.closed and not listener.cms
+    finally:
+        loop.close()
 
 
 def test_last_connection_closes_its_qp_before_the_listener_is_destroyed():
