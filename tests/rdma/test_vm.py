@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 WORK = os.environ.get("WORK", "/var/tmp/pykv-rxevm")
 VALKEY_BIN = os.path.join(ROOT, "build", "valkey-rdma", "bin")
 VALKEY_MARK = "===== pykv valkey-interop suite ====="
+OUTPUT = os.path.join(ROOT, "build", "vm-suite.log")   # the whole console of the last run
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(3000)]
 
@@ -65,18 +66,23 @@ def vm_run():
         assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     valkey_missing = _build_valkey()
     python = os.path.join(ROOT, ".venv", "bin", "python")
-    pytest_cmd = f"{python} -m pytest -q -p no:cacheprovider -rs --color=no"
+    pytest_cmd = f"{python} -m pytest -q -p no:cacheprovider -rfEs --color=no"
     cmd = (f"cd {ROOT} && {pytest_cmd} tests/rdma/verbs "
            "--ignore=tests/rdma/verbs/test_valkey_interop.py tests/rdma/test_messages.py 2>&1; "
            "a=$?")
     if valkey_missing is None:
-        cmd += (f"; echo '{VALKEY_MARK}'; PYKV_VALKEY_BIN={VALKEY_BIN} {pytest_cmd} "
+        # echoed in pieces: the console also shows the command line, which must not match
+        mark = '" "'.join(VALKEY_MARK.split(" ", 1))
+        cmd += (f'; echo "{mark}"; PYKV_VALKEY_BIN={VALKEY_BIN} {pytest_cmd} '
                 "tests/rdma/verbs/test_valkey_interop.py 2>&1; b=$?; exit $((a|b))")
     else:
         cmd += "; exit $a"
     proc = _run_vm(cmd, 1800)
     out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    pyverbs_out, _, valkey_out = out.partition(VALKEY_MARK)
+    os.makedirs(os.path.dirname(OUTPUT), exist_ok=True)
+    with open(OUTPUT, "w") as f:
+        f.write(out)
+    pyverbs_out, _, valkey_out = proc.stdout.partition(VALKEY_MARK)
     return {"rc": proc.returncode, "out": out, "pyverbs": pyverbs_out, "valkey": valkey_out,
             "valkey_missing": valkey_missing}
 
@@ -85,9 +91,11 @@ def _check_summary(out: str, whole: str) -> None:
     """The inner pytest summary: everything ran and passed (nothing skipped for want of a
     device or of binaries)."""
     summary = re.findall(r"^=* ?(\d+ (?:passed|failed).*?) in [\d.]+s", out, re.M)
-    assert summary, whole[-6000:]
+    assert summary, f"no pytest summary (whole output: {OUTPUT})\n" + whole[-3000:]
+    # the failing tests' names and first lines (-rfE), then the tail
+    short = out[out.rfind("short test summary info"):] if "short test summary" in out else ""
     assert "passed" in summary[-1] and not re.search(r"failed|skipped|error", summary[-1]), \
-        out[-6000:]
+        f"{summary[-1]} (whole output: {OUTPUT})\n{short[-4000:]}\n{out[-2000:]}"
 
 
 def test_pyverbs_backend_in_soft_roce_vm(vm_run):
