@@ -214,11 +214,15 @@ class RdmaConnection(Connection):
         for fd in self._wfds:
             self.loop.remove_writer(fd)
         self._wfds = set()
-        self.listener.forget(self)
         try:
             self.endpoint.close()
         except OSError as exc:
             log.warning("RDMA: teardown of %s: %s", self.peer_address(), exc)
+        finally:
+            # only after the QP is gone: forgetting the last connection of a closing
+            # listener destroys the listener's device context, and pyverbs then closes every
+            # PD/CQ/QP made from it (a QP used after that is a NULL pointer: segfault)
+            self.listener.forget(self)
         if self.handler is not None:
             handler, self.handler = self.handler, None
             handler.on_close()
@@ -254,6 +258,10 @@ class RdmaListener(Listener):
         except OSError as exc:
             log.warning("RDMA: listener %s:%s: %s", cm.bind, cm.port, exc)
         for _ in range(self.max_events_per_cycle):
+            if cm not in self.cms:
+                # the last event's teardown destroyed this listener (closing, and its last
+                # connection gone): its channel is closed, reading it again would crash
+                return
             ev = cm.get_event()
             if ev is None:
                 return
