@@ -36,10 +36,26 @@ per work request). Completions made while pumping never write the eventfd: the c
 runs its CQ handler right after. So the server pays one ``recv`` and one ``writev`` per
 batch, as it would for TCP.
 
+Payloads of ``RING_MIN`` (8 KB) and more skip the socket: per QP and direction there is a
+shared-memory ring (a memfd of ``PYKV_SOFTRDMA_RING`` bytes, default 2 MiB, after a header
+page with the 64-bit producer ``head`` at 0 and consumer ``tail`` at 64), made by the
+sending side and passed to the peer with ``SCM_RIGHTS`` during setup (REQ carries the
+client's, REP the server's; REP/RTU say whether each side maps the other's, so a peer
+without rings — ``PYKV_SOFTRDMA_RING=0`` plays one — gets the socket path). The requester
+copies the payload into its ring at post time and sends only the header, flagged
+``F_RING``; when the ring lacks room the payload goes on the socket as before. Headers stay
+in order on the socket and the ring is FIFO, so the responder takes a flagged request's
+payload from its read position in the peer's ring — after the same rkey/access/bounds and
+RNR checks, copying into the MR — and advances ``tail`` once the request is placed or
+dropped (an RNR wait leaves it in the ring). That replaces the kernel's copy into freshly
+allocated socket-buffer pages (plus memcg charging), which cost a unix socket about twice
+what TCP loopback pays per byte, with one ``memcpy`` into warm shared pages.
+
 Known difference from hardware: a process's NIC runs only while that process services its
 fds, so a peer that stops polling also stops acknowledging (an HCA would keep ACKing until
 its receive queue ran dry). The server copes either way (it never piles up keepalives).
 """
+import array
 import ctypes
 import errno as _errno
 import mmap
@@ -85,6 +101,29 @@ cdef extern from "<unistd.h>" nogil:
     ssize_t c_write "write"(int fd, const void *buf, size_t n)
 
 
+cdef extern from "<sys/mman.h>" nogil:
+    void *c_mmap "mmap"(void *addr, size_t length, int prot, int flags, int fd, long offset)
+    int c_munmap "munmap"(void *addr, size_t length)
+    int PROT_READ, PROT_WRITE, MAP_SHARED
+    void *MAP_FAILED
+
+
+# the ring counters are shared with another process: acquire/release accesses (the wire
+# syscalls order them too, but this does not depend on it)
+cdef extern from *:
+    """
+    #include <stdint.h>
+    static inline uint64_t pykv_ring_load(const uint64_t *p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline void pykv_ring_store(uint64_t *p, uint64_t v) {
+        __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    }
+    """
+    uint64_t pykv_ring_load(const uint64_t *p) nogil
+    void pykv_ring_store(uint64_t *p, uint64_t v) nogil
+
+
 POISON = 0xA5
 
 # C-level values: packet types, libibverbs status/opcodes (pykv.rdma.verbs), QP states
@@ -115,6 +154,9 @@ cdef enum:
     S_ERR = 2
     INBUF_MIN = 262144
     DIRECT_MIN = 32768
+    # request header flag (status bit 1): the payload is in the sender's shared ring
+    F_RING = 2
+    RING_HDR = 4096      # header page of a ring: producer head at 0, consumer tail at 64
 
 # wire packet types
 P_WRITE, P_WRITE_IMM, P_SEND, P_ACK, P_NAK, P_REQ, P_REP, P_REJ, P_RTU, P_DISC = range(1, 11)
@@ -145,6 +187,22 @@ WIRE_BUFFER = 4 << 20
 # the client window; a server window is at most 16 MiB and larger writes are staged)
 INLINE_MAX = 1 << 20
 _STATE_NAMES = (QPS_RESET, QPS_RTS, QPS_ERR)
+# payload ring per QP and direction (memfd shared with the peer, see SoftQP.ring_offer):
+# default size, and the smallest payload carried through it rather than the socket
+RING_SIZE = 2 << 20
+RING_MIN = 8192
+# setup flags: REQ status F_RING = "my ring's fd is attached"; REP status F_RING = "I read
+# your ring", REP_RING_FD = "my ring's fd is attached"; RTU status F_RING = "I read yours"
+REP_RING_FD = 4
+
+
+def ring_size() -> int:
+    """Ring size for new connections: ``PYKV_SOFTRDMA_RING`` bytes (a power of two, at least
+    4096; 0 = no ring, payloads use the socket as before), default 2 MiB."""
+    size = int(os.environ.get("PYKV_SOFTRDMA_RING", RING_SIZE))
+    if size <= 0:
+        return 0
+    return max(4096, 1 << (size - 1).bit_length())
 
 
 
@@ -313,6 +371,14 @@ cdef class SoftQP(CQueuePair):
     cdef char *_ddst          # where its next bytes go (NULL: its target vanished, drop them)
     cdef Py_ssize_t _dleft    # payload bytes still to come
     cdef object _dmr          # the MR they go to (kept alive while bytes arrive)
+    # payload rings (shared memory): ours, which we fill (tx), and the peer's (rx)
+    cdef char *_tx_map
+    cdef uint64_t _tx_size, _tx_head
+    cdef bint _tx_on          # the peer agreed to read it
+    cdef char *_rx_map
+    cdef uint64_t _rx_size, _rx_tail
+    cdef public long long stats_ring, stats_ring_full
+    cdef public Py_ssize_t ring_min   # smallest payload sent through the ring
 
     def __init__(self, sock, *, int cq_size=2048, int max_send_wr=1024,
                  int max_recv_wr=1024, cm_sink=None, str peer_address="",
@@ -350,6 +416,7 @@ cdef class SoftQP(CQueuePair):
         self._sq_psn = 1
         self.next_psn = 1
         self.max_inline_data = INLINE_MAX
+        self.ring_min = RING_MIN
         self.peer_rnr_retry = 7                # the peer's requester rnr_retry (from REQ/REP)
         self.rnr_retry = 7
         self.outq = bytearray()
@@ -358,6 +425,7 @@ cdef class SoftQP(CQueuePair):
         self.peer_address, self.local_address = peer_address, local_address
 
     def __dealloc__(self):
+        self._ring_unmap()
         free(self._rq_wr)
         free(self._rq_off)
         free(self._rq_len)
@@ -380,6 +448,115 @@ cdef class SoftQP(CQueuePair):
 
     def reg_mr(self, Py_ssize_t length, bint remote_write) -> SoftMR:
         return self.pd.reg(length, remote_write)
+
+    # -- payload rings -------------------------------------------------------------------------
+    def ring_offer(self, Py_ssize_t size) -> int:
+        """Create this side's payload ring (``size`` bytes, a power of two, after a header
+        page) and return its memfd for the peer (the caller sends and closes it; -1 when
+        ``size`` is 0 or it cannot be made). It is used once the peer agreed (``ring_enable``)."""
+        cdef void *p
+        if size <= 0 or size & (size - 1) or self._tx_map != NULL:
+            return -1
+        fd = os.memfd_create("pykv-softrdma-ring", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, RING_HDR + size)
+            p = c_mmap(NULL, RING_HDR + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+            if p == MAP_FAILED:
+                raise OSError(errno, "mmap of the payload ring failed")
+        except OSError:
+            os.close(fd)
+            return -1
+        self._tx_map = <char *>p
+        self._tx_size = size
+        self._tx_head = 0
+        return fd
+
+    def ring_enable(self) -> None:
+        """The peer maps our ring and reads it: large payloads go through it from now on."""
+        self._tx_on = self._tx_map != NULL
+
+    def ring_drop(self) -> None:
+        """The peer does not read our ring (it has none): keep using the socket."""
+        self._tx_on = False
+        if self._tx_map != NULL:
+            c_munmap(self._tx_map, RING_HDR + self._tx_size)
+            self._tx_map = NULL
+            self._tx_size = 0
+
+    def ring_accept(self, int fd) -> None:
+        """Map the peer's ring from its memfd (the caller closes ``fd``); OSError when it is
+        not a ring this module made."""
+        cdef void *p
+        cdef Py_ssize_t total = os.fstat(fd).st_size
+        cdef Py_ssize_t size = total - RING_HDR
+        if self._rx_map != NULL or size < 4096 or size & (size - 1):
+            raise OSError(_errno.EINVAL, "not a payload ring")
+        p = c_mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+        if p == MAP_FAILED:
+            raise OSError(errno, "mmap of the peer's payload ring failed")
+        self._rx_map = <char *>p
+        self._rx_size = size
+        self._rx_tail = pykv_ring_load(<uint64_t *>(self._rx_map + 64))
+
+    @property
+    def ring(self) -> tuple:
+        """(tx ring size if in use else 0, rx ring size or 0)."""
+        return (self._tx_size if self._tx_on else 0, self._rx_size)
+
+    @property
+    def ring_pending(self) -> int:
+        """Bytes of our ring the peer has not consumed yet."""
+        if self._tx_map == NULL:
+            return 0
+        return self._tx_head - pykv_ring_load(<uint64_t *>(self._tx_map + 64))
+
+    cdef void _ring_unmap(self):
+        self._tx_on = False
+        if self._tx_map != NULL:
+            c_munmap(self._tx_map, RING_HDR + self._tx_size)
+            self._tx_map = NULL
+        if self._rx_map != NULL:
+            c_munmap(self._rx_map, RING_HDR + self._rx_size)
+            self._rx_map = NULL
+
+    cdef bint _ring_put(self, const char *payload, Py_ssize_t n):
+        """Copy a payload into our ring if it has room (False: it goes on the socket)."""
+        cdef uint64_t size = self._tx_size
+        cdef uint64_t tail = pykv_ring_load(<uint64_t *>(self._tx_map + 64))
+        cdef uint64_t pos
+        cdef Py_ssize_t first
+        cdef char *data = self._tx_map + RING_HDR
+        if size - (self._tx_head - tail) < <uint64_t>n:
+            self.stats_ring_full += 1
+            return False
+        pos = self._tx_head & (size - 1)
+        first = <Py_ssize_t>min(<uint64_t>n, size - pos)
+        memcpy(data + pos, payload, first)
+        if n > first:
+            memcpy(data, payload + first, n - first)
+        self._tx_head += n
+        pykv_ring_store(<uint64_t *>self._tx_map, self._tx_head)
+        self.stats_ring += 1
+        return True
+
+    cdef inline bint _ring_has(self, Py_ssize_t n):
+        """The peer's ring holds ``n`` unread bytes (a ring-flagged header is valid)."""
+        return (self._rx_map != NULL and
+                pykv_ring_load(<uint64_t *>self._rx_map) - self._rx_tail >= <uint64_t>n)
+
+    cdef void _ring_get(self, char *dst, Py_ssize_t n):
+        """Copy the next ``n`` bytes of the peer's ring to ``dst`` (not consumed yet)."""
+        cdef uint64_t size = self._rx_size
+        cdef uint64_t pos = self._rx_tail & (size - 1)
+        cdef Py_ssize_t first = <Py_ssize_t>min(<uint64_t>n, size - pos)
+        cdef char *data = self._rx_map + RING_HDR
+        memcpy(dst, data + pos, first)
+        if n > first:
+            memcpy(dst + first, data, n - first)
+
+    cdef inline void _ring_consume(self, Py_ssize_t n):
+        self._rx_tail += n
+        pykv_ring_store(<uint64_t *>(self._rx_map + 64), self._rx_tail)
 
     # -- posting ---------------------------------------------------------------------------
     cdef SoftMR _local_mr(self, mr, Py_ssize_t offset, Py_ssize_t length):
@@ -477,7 +654,11 @@ cdef class SoftQP(CQueuePair):
         hdr.imm = imm
         hdr.raddr = raddr
         hdr.length = <uint32_t>length
-        self._send(&hdr, payload, length)
+        if self._tx_on and length >= self.ring_min and self._ring_put(payload, length):
+            hdr.status |= F_RING   # only the header travels on the socket
+            self._send(&hdr, NULL, 0)
+        else:
+            self._send(&hdr, payload, length)
 
     cdef void _send(self, Hdr *hdr, const char *payload, Py_ssize_t n) except *:
         """Put a packet on the wire without ever blocking: what the socket does not take
@@ -761,7 +942,7 @@ cdef class SoftQP(CQueuePair):
         cdef Hdr hdr
         cdef Py_ssize_t pos, end, need
         cdef unsigned int last_psn = 0
-        cdef bint ack_req = False, has_payload
+        cdef bint ack_req = False, has_payload, ring
         cdef int done
         if self._processing:
             return
@@ -774,7 +955,9 @@ cdef class SoftQP(CQueuePair):
                 has_payload = (hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM
                                or hdr.ptype == C_SEND or hdr.ptype == C_REQ
                                or hdr.ptype == C_REP)
-                need = sizeof(Hdr) + (hdr.length if has_payload else 0)
+                ring = (hdr.status & F_RING) != 0 and (
+                    hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM or hdr.ptype == C_SEND)
+                need = sizeof(Hdr) + (hdr.length if has_payload and not ring else 0)
                 end = pos + need
                 if self._in_w < end:
                     if ((hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM
@@ -788,12 +971,20 @@ cdef class SoftQP(CQueuePair):
                         if need > self._in_cap:
                             self._grow(need)
                     break
-                if hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM or hdr.ptype == C_SEND:
+                if ring and not self._ring_has(hdr.length):
+                    # a ring-flagged header without its payload in our mapping of the
+                    # peer's ring: a broken requester (never this module)
+                    if self._state == S_RTS:
+                        self._send_ctl(C_NAK, WC_REM_INV_REQ_ERR, hdr.psn)
+                        self._error(WC_WR_FLUSH_ERR, False)
+                elif ring or hdr.ptype == C_WRITE or hdr.ptype == C_WRITE_IMM or hdr.ptype == C_SEND:
                     done = self._respond(hdr.ptype, hdr.psn, hdr.rkey, hdr.imm, hdr.raddr,
-                                         self._in + pos + sizeof(Hdr), hdr.length)
+                                         self._in + pos + sizeof(Hdr), hdr.length, ring)
                     if not done:
                         self.stalled = True
                         break
+                    if ring:   # placed or dropped: either way it is consumed
+                        self._ring_consume(hdr.length)
                     last_psn = hdr.psn
                     if hdr.status & 1:
                         ack_req = True
@@ -809,10 +1000,19 @@ cdef class SoftQP(CQueuePair):
             if ack_req and not self.peer_gone:
                 self._send_ctl(C_ACK, 0, last_psn)
 
+    cdef inline void _place(self, char *dst, const char *payload, Py_ssize_t n, bint ring):
+        if ring:
+            self._ring_get(dst, n)
+        elif payload != NULL:
+            memcpy(dst, payload, n)
+
     cdef int _respond(self, int ptype, unsigned int psn, unsigned int rkey, unsigned int imm,
-                      unsigned long long raddr, const char *payload, Py_ssize_t n) except -1:
+                      unsigned long long raddr, const char *payload, Py_ssize_t n,
+                      bint ring=False) except -1:
         """Responder: place one request; 0 when it must wait (RNR). ``payload`` NULL: it
-        was placed already (``_direct_start``), only the completion is left to make."""
+        was placed already (``_direct_start``), only the completion is left to make.
+        ``ring``: the payload is the next ``n`` bytes of the peer's ring (the caller
+        consumes them unless 0 is returned)."""
         cdef SoftMR mr = None
         cdef SoftMR rmr
         cdef long long off = -1
@@ -831,8 +1031,7 @@ cdef class SoftQP(CQueuePair):
                 self._error(WC_WR_FLUSH_ERR, False)
                 return 1
             if ptype == C_WRITE:
-                if payload != NULL:
-                    memcpy(mr.base + off, payload, n)
+                self._place(mr.base + off, payload, n, ring)
                 return 1
         if not self._rq_count:
             self.stats_rnr += 1
@@ -852,12 +1051,11 @@ cdef class SoftQP(CQueuePair):
                 self._send_ctl(C_NAK, WC_REM_INV_REQ_ERR, psn)
                 self._error(WC_WR_FLUSH_ERR, False)
                 return 1
-            if rmr.valid and payload != NULL:
-                memcpy(rmr.base + roff, payload, n)
+            if rmr.valid:
+                self._place(rmr.base + roff, payload, n, ring)
             self._cpush(_wc(wr_id, WC_SUCCESS, WC_RECV, n))
         else:
-            if payload != NULL:
-                memcpy(mr.base + off, payload, n)
+            self._place(mr.base + off, payload, n, ring)
             self._cpush(_wc(wr_id, WC_SUCCESS, WC_RECV_RDMA_WITH_IMM, n, imm, True))
         return 1
 
@@ -883,6 +1081,10 @@ cdef class SoftQP(CQueuePair):
         elif ptype == C_RTU:
             if self._state == S_RESET:
                 self._state = S_RTS
+            if status & F_RING:      # the client maps our ring: use it
+                self.ring_enable()
+            else:
+                self.ring_drop()
             if self.cm_sink is not None:
                 if os.environ.get("PYKV_SOFTRDMA_ESTABLISHED") == "late":
                     # race injection: the peer's first message overtakes ESTABLISHED
@@ -951,6 +1153,7 @@ cdef class SoftQP(CQueuePair):
         self._rq_mr = [None] * self.max_recv_wr
         self._cq_count = 0
         self._cq = [None] * self.cq_size
+        self._ring_unmap()
         try:
             self.sock.close()
         finally:
@@ -964,15 +1167,32 @@ cdef class SoftQP(CQueuePair):
 v.QueuePair.register(SoftQP)
 
 
+def _send_with_fd(sock: socket.socket, data: bytes, fd: int) -> None:
+    """Send ``data`` (setup messages: blocking or with a timeout) with ``fd`` attached."""
+    if fd < 0:
+        sock.sendall(data)
+        return
+    sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
 class _SoftRequest(v.ConnectRequest):
     def __init__(self, listener: SoftListener, sock: socket.socket, rnr_retry: int,
-                 peer: str) -> None:
+                 peer: str, ring_fd: int = -1) -> None:
         self.listener = listener
         self.sock = sock
         self.rnr_retry = rnr_retry
         self.peer_address = peer
         self.local_address = f"{listener.bind}:{listener.port}"
         self.qp: SoftQP | None = None
+        self.ring_fd = ring_fd          # the client's payload ring (memfd), if it has one
+        self.ring_accepted = False
+
+    def _close_ring_fd(self) -> None:
+        if self.ring_fd >= 0:
+            os.close(self.ring_fd)
+            self.ring_fd = -1
 
     def create_qp(self, comp_vector: int) -> SoftQP:
         self.qp = SoftQP(self.sock, cm_sink=self.listener._child_event,
@@ -980,16 +1200,42 @@ class _SoftRequest(v.ConnectRequest):
         # RC semantics: the client's QP retries RNR as often as our accept says
         self.qp.rnr_retry = self.listener.accept_rnr_retry
         self.qp.peer_rnr_retry = self.listener.accept_rnr_retry
+        if self.ring_fd >= 0:
+            try:
+                if ring_size():   # PYKV_SOFTRDMA_RING=0 plays a peer without rings
+                    self.qp.ring_accept(self.ring_fd)
+                    self.ring_accepted = True
+            except OSError:
+                pass
+            finally:
+                self._close_ring_fd()
         return self.qp
 
     def accept(self, qp: v.QueuePair) -> None:
         assert isinstance(qp, SoftQP)
         qp.state = QPS_RTS
-        qp._send_bytes(_HDR.pack(P_REP, 0, 0, 0, 0, 0, _CONN.size),
-                       _CONN.pack(qp.rnr_retry, self.local_address.encode()))
+        status, fd = 0, -1
+        if self.ring_accepted and qp is self.qp:
+            # a ring-capable client: offer ours too (used once its RTU says it maps it)
+            status = F_RING
+            fd = qp.ring_offer(ring_size())
+            if fd >= 0:
+                status |= REP_RING_FD
+        rep = (_HDR.pack(P_REP, status, 0, 0, 0, 0, _CONN.size)
+               + _CONN.pack(qp.rnr_retry, self.local_address.encode()))
+        try:
+            self.sock.settimeout(1.0)   # a fresh socket: the few bytes fit at once
+            _send_with_fd(self.sock, rep, fd)
+        except OSError:
+            pass                        # the client is gone: its QP finds out on the wire
+        finally:
+            self.sock.setblocking(False)
+            if fd >= 0:
+                os.close(fd)
         self.listener.children.add(qp)
 
     def reject(self) -> None:
+        self._close_ring_fd()
         try:
             self.sock.setblocking(True)
             self.sock.sendall(_HDR.pack(P_REJ, 0, 0, 0, 0, 0, 0))
@@ -1053,18 +1299,24 @@ class SoftListener(v.CmListener):
                 conn, _addr = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
+            fds: list[int] = []
             try:
                 conn.settimeout(2.0)
-                hdr = _recv_exact(conn, HDR)
-                ptype, _s, _p, _k, _i, _a, length = _HDR.unpack(hdr)
-                body = _recv_exact(conn, length)
+                hdr = _recv_exact(conn, HDR, fds)
+                ptype, status, _p, _k, _i, _a, length = _HDR.unpack(hdr)
+                body = _recv_exact(conn, length, fds)
                 if ptype != P_REQ or length != _CONN.size:
                     raise OSError("bad connect request")
                 rnr, addr = _CONN.unpack(body)
             except OSError:
+                for fd in fds:
+                    os.close(fd)
                 conn.close()
                 continue
-            req = _SoftRequest(self, conn, rnr, addr.rstrip(b"\0").decode())
+            ring_fd = fds.pop(0) if status & F_RING and fds else -1
+            for fd in fds:
+                os.close(fd)
+            req = _SoftRequest(self, conn, rnr, addr.rstrip(b"\0").decode(), ring_fd)
             self._queue(v.CmEvent(v.CM_CONNECT_REQUEST, request=req))
 
     def _queue(self, ev: v.CmEvent) -> None:
@@ -1103,10 +1355,21 @@ class SoftListener(v.CmListener):
                 raise v.VerbsError(_errno.EBUSY, "listener destroyed with unacked CM events")
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, fds: list | None = None) -> bytes:
+    """``n`` bytes of a setup message; file descriptors sent with them go to ``fds``."""
     buf = bytearray()
+    anc = socket.CMSG_SPACE(4 * array.array("i").itemsize)
     while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
+        chunk, ancdata, _flags, _addr = sock.recvmsg(n - len(buf), anc)
+        for level, ctype, data in ancdata:
+            if level == socket.SOL_SOCKET and ctype == socket.SCM_RIGHTS:
+                got = array.array("i")
+                got.frombytes(data[:len(data) - len(data) % got.itemsize])
+                if fds is None:
+                    for fd in got:
+                        os.close(fd)
+                else:
+                    fds.extend(got)
         if not chunk:
             raise ConnectionResetError("peer closed during connection setup")
         buf += chunk
@@ -1153,24 +1416,43 @@ class SoftBackend(v.Backend):
                 local = f"127.0.0.1:{random.randint(32768, 60999)}"
         qp = SoftQP(sock, peer_address=f"{host}:{port}", local_address=local)
         qp.rnr_retry = rnr_retry
+        fds: list[int] = []
+        ring_fd = -1
         try:
             prepare(qp)
             sock.setblocking(True)
             sock.settimeout(timeout)
-            sock.sendall(_HDR.pack(P_REQ, 0, 0, 0, 0, 0, _CONN.size)
-                         + _CONN.pack(rnr_retry, local.encode()))
-            hdr = _recv_exact(sock, HDR)
-            ptype, _s, _p, _k, _i, _a, length = _HDR.unpack(hdr)
+            # offer our payload ring (its memfd rides along with the REQ)
+            ring_fd = qp.ring_offer(ring_size())
+            _send_with_fd(sock, _HDR.pack(P_REQ, F_RING if ring_fd >= 0 else 0, 0, 0, 0, 0,
+                                          _CONN.size) + _CONN.pack(rnr_retry, local.encode()),
+                          ring_fd)
+            hdr = _recv_exact(sock, HDR, fds)
+            ptype, status, _p, _k, _i, _a, length = _HDR.unpack(hdr)
             if ptype != P_REP:
                 raise ConnectionRefusedError(_errno.ECONNREFUSED,
                                              f"RDMA connect to {host}:{port} rejected")
-            _CONN.unpack(_recv_exact(sock, length))
+            _CONN.unpack(_recv_exact(sock, length, fds))
+            if status & F_RING:       # the server maps our ring
+                qp.ring_enable()
+            else:                     # a server without rings: the socket carries all
+                qp.ring_drop()
+            mapped = False
+            if status & REP_RING_FD and fds:
+                try:
+                    qp.ring_accept(fds[0])
+                    mapped = True
+                except OSError:
+                    pass
             # the server's QP retries RNR as often as our connect parameters say
             qp.peer_rnr_retry = rnr_retry
             qp.state = QPS_RTS
-            sock.sendall(_HDR.pack(P_RTU, 0, 0, 0, 0, 0, 0))
+            sock.sendall(_HDR.pack(P_RTU, F_RING if mapped else 0, 0, 0, 0, 0, 0))
             sock.setblocking(False)
         except BaseException:
             qp.close()
             raise
+        finally:
+            for fd in fds + ([ring_fd] if ring_fd >= 0 else []):
+                os.close(fd)
         return qp

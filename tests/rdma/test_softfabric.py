@@ -20,6 +20,26 @@ def qp_pair(**kw):
     return qa, qb
 
 
+def link_rings(qa, qb, size=sf.RING_SIZE, ring_min=None):
+    """What connection setup does: each side's ring memfd mapped by the other."""
+    for src, dst in ((qa, qb), (qb, qa)):
+        fd = src.ring_offer(size)
+        assert fd >= 0
+        try:
+            dst.ring_accept(fd)
+        finally:
+            os.close(fd)
+        src.ring_enable()
+        if ring_min is not None:
+            src.ring_min = ring_min
+
+
+def ring_pair(size, ring_min=None, **kw):
+    qa, qb = qp_pair(**kw)
+    link_rings(qa, qb, size, ring_min)
+    return qa, qb
+
+
 def settle(*qps):
     """Run every NIC until no packet is in flight."""
     for _ in range(100):
@@ -35,9 +55,12 @@ def settle(*qps):
                 q.pump(q.wire_fd)
 
 
-@pytest.fixture
-def pair():
+@pytest.fixture(params=["socket", "ring"])
+def pair(request):
+    """A connected QP pair; "ring": every payload travels through the shared-memory rings."""
     qa, qb = qp_pair()
+    if request.param == "ring":
+        link_rings(qa, qb, 4 << 20, ring_min=1)
     yield qa, qb
     for q in (qa, qb):
         q.events_acked = q.events_reported
@@ -346,7 +369,10 @@ def test_large_requests_are_placed_directly_and_complete_in_order(pair):
     assert dst.read(0, size) == pattern and dst.read(size, 4) == b"tail"
     assert ctrl.read(0, size) == pattern
     assert [(w.wr_id, w.status) for w in qa.poll(8)] == [(3, v.WC_SUCCESS)]
-    assert qb.stats_direct >= 2
+    if qa.ring[0]:   # the first write went through the ring; the SEND did not fit
+        assert qa.stats_ring == 2 and qa.stats_ring_full == 1 and qb.stats_direct >= 1
+    else:
+        assert qb.stats_direct >= 2
 
 
 def test_inline_write_needs_no_mr_and_has_a_limit(pair):
@@ -365,3 +391,169 @@ def test_inline_write_needs_no_mr_and_has_a_limit(pair):
     with pytest.raises(v.VerbsError):
         qa.post_write_imm_inline(0, b"x" * (qa.max_inline_data + 1), dst.addr, dst.rkey, 1,
                                  False)
+
+
+def _post_writes(qa, src, dst, sizes, start=0):
+    """WRITE_WITH_IMM of distinct patterns, back to back into ``dst``; imm = index."""
+    off, expect = 0, []
+    for i, n in enumerate(sizes, start):
+        data = bytes([(i * 7 + k) & 0xFF for k in range(251)]) * (n // 251 + 1)
+        src.write(off, data[:n])
+        qa.post_write_imm(i, src, off, n, dst.addr + off, dst.rkey, i, False)
+        expect.append((off, data[:n]))
+        off += n
+    return expect
+
+
+def test_ring_wraps_around():
+    qa, qb = ring_pair(1 << 16)
+    src = qa.reg_mr(1 << 20, False)
+    dst = qb.reg_mr(1 << 20, True)
+    ctrl = qb.reg_mr(64, False)
+    n, sent = 20000, 0
+    for round_ in range(8):               # 8 x 2 x 20000 B through a 64 KiB ring
+        for i in range(2):
+            qb.post_recv(i, ctrl, 0, 32)
+        expect = _post_writes(qa, src, dst, [n, n + 1], start=2 * round_)
+        sent += 2 * n + 1
+        settle(qa, qb)
+        wcs = qb.poll(8)
+        assert [(w.status, w.imm, w.byte_len) for w in wcs] == \
+            [(v.WC_SUCCESS, 2 * round_, n), (v.WC_SUCCESS, 2 * round_ + 1, n + 1)]
+        for off, data in expect:
+            assert dst.read(off, len(data)) == data
+    assert qa.stats_ring == 16 and qa.stats_ring_full == 0 and sent > 4 * (1 << 16)
+    assert qa.ring_pending == 0
+    for q in (qa, qb):
+        q.close()
+
+
+def test_ring_full_falls_back_to_the_socket_in_order():
+    qa, qb = ring_pair(1 << 16)
+    src = qa.reg_mr(1 << 20, False)
+    dst = qb.reg_mr(1 << 20, True)
+    ctrl = qb.reg_mr(64, False)
+    # nothing is consumed before all are posted: 3 fit in the ring, the rest take the socket
+    # (and one more fits again once the ring has room: the order still holds)
+    sizes = [20000, 20000, 20000, 20000, 9000, 30000]
+    expect = _post_writes(qa, src, dst, sizes)
+    assert qa.stats_ring == 3 and qa.stats_ring_full == 3 and qa.ring_pending == 60000
+    settle(qa)                            # headers and socket payloads in flight, no receive
+    for i in range(len(sizes)):
+        qb.post_recv(i, ctrl, 0, 32)
+    settle(qa, qb)
+    assert [(w.status, w.imm) for w in qb.poll(16)] == [(v.WC_SUCCESS, i) for i in range(6)]
+    for off, data in expect:
+        assert dst.read(off, len(data)) == data
+    assert qa.ring_pending == 0
+    # the ring is in use again afterwards
+    qb.post_recv(9, ctrl, 0, 32)
+    _post_writes(qa, src, dst, [40000], start=9)
+    settle(qa, qb)
+    assert [w.imm for w in qb.poll(4)] == [9] and qa.stats_ring == 4
+    for q in (qa, qb):
+        q.close()
+
+
+def test_rnr_stall_keeps_ring_payloads_until_a_receive_is_posted():
+    qa, qb = ring_pair(1 << 16)
+    src = qa.reg_mr(1 << 20, False)
+    dst = qb.reg_mr(1 << 20, True)
+    ctrl = qb.reg_mr(64, False)
+    expect = _post_writes(qa, src, dst, [20000, 20000])
+    settle(qa, qb)
+    assert qb.poll(4) == [] and qb.stats_rnr >= 1 and qa.ring_pending == 40000
+    assert dst.read(0, 4) == bytes([sf.POISON]) * 4
+    qb.post_recv(0, ctrl, 0, 32)
+    settle(qa, qb)
+    assert [w.imm for w in qb.poll(4)] == [0] and qa.ring_pending == 20000
+    qb.post_recv(1, ctrl, 0, 32)
+    settle(qa, qb)
+    assert [w.imm for w in qb.poll(4)] == [1] and qa.ring_pending == 0
+    for off, data in expect:
+        assert dst.read(off, len(data)) == data
+    for q in (qa, qb):
+        q.close()
+
+
+@pytest.mark.parametrize("case", ["rkey", "bounds", "access"])
+def test_access_error_on_a_ring_write_drops_and_consumes_it(case):
+    qa, qb = ring_pair(1 << 16)
+    src = qa.reg_mr(1 << 16, False)
+    dst = qb.reg_mr(1 << 16, case != "access")
+    ctrl = qb.reg_mr(64, False)
+    qb.post_recv(1, ctrl, 0, 32)
+    src.write(0, b"q" * 20000)
+    rkey = dst.rkey ^ 1 if case == "rkey" else dst.rkey
+    addr = dst.addr + (50000 if case == "bounds" else 0)
+    qa.post_write(10, src, 0, 20000, addr, rkey, False)
+    qa.post_write_imm(11, src, 0, 20000, dst.addr, dst.rkey, 1, False)
+    assert qa.stats_ring == 2
+    settle(qa, qb)
+    assert [(w.wr_id, w.status) for w in qa.poll(16)] == \
+        [(10, v.WC_REM_ACCESS_ERR), (11, v.WC_WR_FLUSH_ERR)]
+    assert [(w.wr_id, w.status) for w in qb.poll(16)] == [(1, v.WC_WR_FLUSH_ERR)]
+    assert qa.state == sf.QPS_ERR and qb.state == sf.QPS_ERR
+    assert dst.read(0, dst.length) == bytes([sf.POISON]) * dst.length   # nothing placed
+    assert qa.ring_pending == 0           # both dropped, both consumed
+    for q in (qa, qb):
+        q.events_acked = q.events_reported
+        q.close()
+
+
+def _connect_pair(tmp_path, monkeypatch, port, server_ring, client_ring):
+    """Listener + connect in this process; ``*_ring``: PYKV_SOFTRDMA_RING of each side."""
+    monkeypatch.setenv("PYKV_SOFTRDMA_DIR", str(tmp_path))
+    main = threading.current_thread()
+    monkeypatch.setattr(sf, "ring_size", lambda: server_ring if threading.current_thread()
+                        is main else client_ring)
+    be = sf.SoftBackend()
+    lst = be.listen("127.0.0.1", port, 16)
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault(
+        "qp", be.connect("127.0.0.1", port, 5.0, lambda qp: None)))
+    t.start()
+    server_qp = None
+    established = False
+    while not established:
+        ready, _, _ = select.select(lst.fds() + ([server_qp.wire_fd] if server_qp else []),
+                                    [], [], 5)
+        assert ready
+        for fd in ready:
+            if server_qp is not None and fd == server_qp.wire_fd:
+                server_qp.pump(fd)
+            else:
+                lst.pump(fd)
+        while (ev := lst.get_event()) is not None:
+            if ev.type == v.CM_CONNECT_REQUEST:
+                server_qp = ev.request.create_qp(0)
+                ev.request.accept(server_qp)
+            established = established or ev.type == v.CM_ESTABLISHED
+            ev.acknowledge()
+    t.join(5)
+    return lst, server_qp, result["qp"]
+
+
+@pytest.mark.parametrize("server_ring,client_ring", [
+    (1 << 22, 1 << 22), (1 << 22, 1 << 16), (0, 1 << 22), (1 << 22, 0)])
+def test_connection_setup_agrees_on_rings(tmp_path, monkeypatch, server_ring, client_ring):
+    lst, sq, cq = _connect_pair(tmp_path, monkeypatch, 7790, server_ring, client_ring)
+    both = server_ring and client_ring
+    assert cq.ring == ((client_ring, server_ring) if both else (0, 0))
+    assert sq.ring == ((server_ring, client_ring) if both else (0, 0))
+    # data flows either way, through the rings when both have them
+    for a, b in ((cq, sq), (sq, cq)):
+        src = a.reg_mr(1 << 16, False)
+        dst = b.reg_mr(1 << 16, True)
+        ctrl = b.reg_mr(64, False)
+        b.post_recv(1, ctrl, 0, 32)
+        src.write(0, b"r" * 30000)
+        a.post_write_imm(2, src, 0, 30000, dst.addr, dst.rkey, 30000, True)
+        settle(a, b)
+        assert [(w.status, w.imm) for w in b.poll(4)] == [(v.WC_SUCCESS, 30000)]
+        assert [(w.status, w.opcode) for w in a.poll(4)] == [(v.WC_SUCCESS, v.WC_RDMA_WRITE)]
+        assert dst.read(0, 30000) == b"r" * 30000
+        assert a.stats_ring == (1 if both else 0)
+    cq.close()
+    sq.close()
+    lst.close()
