@@ -2,6 +2,9 @@
 # become extension types, so the per-script bookkeeping (EVALSHA's hot path) reads and
 # writes C fields instead of instance dictionaries. Uncompiled, the .py runs as it is.
 
+cpdef tuple reply_to_lua(object reply, int lua_resp)
+
+
 cdef class RunContext:
     cdef public object caller, name, command, busy_error, argv
     cdef public bint read_only, is_function, wrote, killed, async_mode
@@ -15,3 +18,8 @@ cdef class Engine:
     cdef public object client, ctx, _requests, _responses, _jobs, _worker, _poller
     cdef public object _inline_threshold
     cdef public bint inline_scripts, _inline
+
+    # redis.call's path: C calls between its steps (each Python call level showed in
+    # EVALSHA's cost)
+    cpdef tuple _lua_call(self, tuple args)
+    cpdef tuple _execute(self, ctx, list argv)

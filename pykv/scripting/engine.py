@@ -355,15 +355,7 @@ class Engine:
         return argv
 
     def _lua_call_raise(self, *args: Any) -> Any:
-        """redis.call. The common case (inline run, a plain value back) stays in this
-        function: every Python call level on this path is a measurable share of EVALSHA."""
-        if self._inline:
-            argv = self._argv(args)
-            if type(argv) is not list:
-                raise CommandError(argv.decode("utf-8", "surrogateescape"))
-            tag, value = self._execute(self.ctx, argv)
-        else:
-            tag, value = self._lua_call(args)
+        tag, value = self._lua_call(args)
         if tag == TAG_VALUE:
             return value
         if tag == TAG_RESP:
@@ -439,27 +431,26 @@ class Engine:
         client.captured = []
         client.resp = ctx.lua_resp  # handlers shape replies by protocol (redis.setresp)
         reply = client.call(cmd, argv)
-        t = type(reply)
-        if t is bytes or t is int:
-            return TAG_VALUE, reply
         if reply is NO_REPLY:
             reply = client.captured[0] if client.captured else None
-        return self.reply_to_lua(reply, ctx.lua_resp)
+        return reply_to_lua(reply, ctx.lua_resp)
 
-    @staticmethod
-    def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
-        t = type(reply)
-        if t is bytes or t is int:
-            return TAG_VALUE, reply
-        if t is bytearray:
-            return TAG_VALUE, bytes(reply)
-        if reply is None:
-            return TAG_VALUE, (False if lua_resp == 2 else None)
-        if t is ErrorReply:
-            return TAG_ERROR, reply.data
-        out = bytearray()
-        write_reply(out, reply, lua_resp)
-        return TAG_RESP, bytes(out)
+
+def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
+    """A command's reply for redis.call: (TAG_VALUE, value), (TAG_RESP, RESP bytes to
+    convert in Lua) or (TAG_ERROR, error text)."""
+    t = type(reply)
+    if t is bytes or t is int:
+        return TAG_VALUE, reply
+    if t is bytearray:
+        return TAG_VALUE, bytes(reply)
+    if reply is None:
+        return TAG_VALUE, (False if lua_resp == 2 else None)
+    if t is ErrorReply:
+        return TAG_ERROR, reply.data
+    out = bytearray()
+    write_reply(out, reply, lua_resp)
+    return TAG_RESP, bytes(out)
 
 
 def get_engine(server: Server) -> Engine:

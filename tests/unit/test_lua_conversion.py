@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pykv.protocol import NULL_ARRAY, BigNumber, ErrorReply, RespSet, SimpleString
-from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine
+from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine, reply_to_lua
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_top_level_error_table(engine):
     (BigNumber(b"9"), 2, (TAG_RESP, b"$1\r\n9\r\n")),
 ])
 def test_reply_to_lua_tags(reply, lua_resp, expected):
-    assert Engine.reply_to_lua(reply, lua_resp) == expected
+    assert reply_to_lua(reply, lua_resp) == expected
 
 
 def test_resp_parsed_into_lua_values(engine):
