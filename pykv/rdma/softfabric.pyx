@@ -812,14 +812,9 @@ cdef class SoftQP(CQueuePair):
             if self._in_cap - self._in_w < 4096:
                 self._grow(self._in_cap * 2)
             room = self._in_cap - self._in_w
-        got = c_recv(self.wire_fd, self._in + self._in_w, room, 0)
-        if got < 0:
-            if errno == EAGAIN or errno == EINTR:
-                return True
-            got = 0
-        if got == 0:
-            self._peer_vanished()
-            return False
+        got = self._read_result(c_recv(self.wire_fd, self._in + self._in_w, room, 0))
+        if got <= 0:
+            return got < 0
         self._in_w += got
         self.in_pump = True
         try:
@@ -829,6 +824,17 @@ cdef class SoftQP(CQueuePair):
         if len(self.outq):
             self.pump_write(fd)
         return not self.peer_gone
+
+    cdef inline ssize_t _read_result(self, ssize_t got) except? -2:
+        """What a wire read returned: the byte count; -1 when nothing is there yet (try
+        again on the next readiness); 0 when the peer is gone (recorded here)."""
+        if got < 0:
+            if errno == EAGAIN or errno == EINTR:
+                return -1
+            got = 0
+        if got == 0:
+            self._peer_vanished()
+        return got
 
     cdef bint _pump_direct(self, int fd) except *:
         """Receive the rest of a large request straight into its target MR (one readv that
@@ -843,14 +849,9 @@ cdef class SoftQP(CQueuePair):
         iov[0].iov_len = min(self._dleft, self._in_cap) if drop else self._dleft
         iov[1].iov_base = self._in + iov[0].iov_len if drop else self._in
         iov[1].iov_len = self._in_cap - iov[0].iov_len if drop else self._in_cap
-        got = readv(self.wire_fd, iov, 2 if iov[1].iov_len else 1)
-        if got < 0:
-            if errno == EAGAIN or errno == EINTR:
-                return True
-            got = 0
-        if got == 0:
-            self._peer_vanished()
-            return False
+        got = self._read_result(readv(self.wire_fd, iov, 2 if iov[1].iov_len else 1))
+        if got <= 0:
+            return got < 0
         if got < self._dleft:
             self._dleft -= got
             if not drop:
