@@ -378,14 +378,12 @@ def xadd(c, argv):
     key = argv[1]
     db = c.db
     server = c.server
-    s = db.get(key)
+    s = _get_stream(c, key)
     if s is None:
         if args.nomkstream:
             return None
         s = StreamValue()
         db.set(key, s)
-    elif type(s) is not StreamValue:
-        raise WRONGTYPE
     if s.last_id == MAX_ID:
         raise ID_EXHAUSTED
     last = s.last_id
@@ -406,8 +404,7 @@ def xadd(c, argv):
     config = server.config
     s.append(sid, fields, config.stream_node_max_bytes, config.stream_node_max_entries)
     db.modified(key)
-    if server.keyspace_notifier is not None:
-        notify(server, "t", b"xadd", key, db.id)
+    _event(c, b"xadd", key)
     server.dirty += 1
     trimmed = args.strategy is not None and _trim(s, args)
     if trimmed:

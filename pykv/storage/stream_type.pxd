@@ -11,3 +11,5 @@ cdef class Node:
     cdef public object master, fields
     cdef public list ids, items, flags
     cdef public Py_ssize_t live, dead, body_bytes
+
+    cpdef Py_ssize_t lp_bytes(self)

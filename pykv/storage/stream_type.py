@@ -394,8 +394,7 @@ class StreamValue(Value):
             total = 0
             for item in flat:
                 total += len(item)
-            if 6 + lp_int_size(node.live) + lp_int_size(node.dead) + node.body_bytes + 1 \
-                    + total >= max_bytes:  # node.lp_bytes(), inline on this hot path
+            if node.lp_bytes() + total >= max_bytes:
                 node = None
             elif max_entries and node.live + node.dead >= max_entries:
                 node = None
