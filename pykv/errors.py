@@ -39,6 +39,7 @@ AUTH_NOT_CONFIGURED = ErrorReply(
     b"Are you sure your configuration is correct?")
 NOPROTO = ErrorReply(b"NOPROTO unsupported protocol version")
 NOSCRIPT = ErrorReply(b"NOSCRIPT No matching script. Please use EVAL.")
+CLUSTER_DISABLED = ErrorReply(b"ERR This instance has cluster support disabled")
 
 
 def unknown_command(argv: list[bytes]) -> ErrorReply:

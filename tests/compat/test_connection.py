@@ -237,3 +237,13 @@ def test_client_pause_errors_in_resp3(diff3):
     diff3("CLIENT", "PAUSE", "abc")
     diff3("CLIENT", "NO-EVICT", "x")
     diff3("CLIENT", "GETNAME")
+
+
+@pytest.mark.parametrize("args", [
+    ["READONLY"], ["READWRITE"], ["ASKING"], ["ASKING", "x"], ["CLUSTER"], ["CLUSTER", "INFO"],
+    ["CLUSTER", "HELP"], ["CLUSTER", "KEYSLOT", "k"], ["CLUSTER", "INFO", "x"],
+    ["CLUSTER", "NOSUCH"],
+])
+def test_cluster_commands_without_cluster_support(diff, args):
+    # valkey-cli --bigkeys/--memkeys/--hotkeys send READONLY and stop on any other error
+    diff(*args)
