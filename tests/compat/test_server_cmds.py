@@ -251,3 +251,30 @@ def test_debug_stringmatch_and_help(raw):
         b"+Apparently Redis did not crash: test passed\r\n"
     help_reply = raw.call("DEBUG", "HELP")
     assert help_reply.startswith(b"*") and b"+SLEEP <seconds>\r\n" in help_reply
+
+
+@pytest.mark.parametrize("args", [
+    ["MEMORY", "USAGE", "nokey"], ["MEMORY", "USAGE", "a", "SAMPLES"],
+    ["MEMORY", "USAGE", "a", "SAMPLES", "x"], ["MEMORY", "USAGE", "a", "SAMPLES", "-1"],
+    ["MEMORY", "USAGE", "a", "foo", "1"], ["MEMORY", "USAGE", "nokey", "bar"],
+    ["MEMORY", "USAGE", "nokey", "SAMPLES", "x"], ["MEMORY", "USAGE"], ["MEMORY", "NOSUCH"],
+])
+def test_memory_usage_arguments(diff, args):
+    diff("SET", "a", "xyz")
+    diff(*args)
+
+
+def test_memory_usage_is_an_integer_that_grows_with_the_value(diff):
+    # the figures are pykv's estimate, not Redis's: same reply type, same ordering
+    def usage(*key_and_opts):
+        real, ours = diff.both("MEMORY", "USAGE", *key_and_opts)
+        assert real[:1] == ours[:1] == b":", (real, ours)
+        return int(ours[1:-2])
+    diff("SET", "small", "xyz")
+    diff("SET", "int", "12345")
+    diff("SET", "big", "x" * 5000)
+    diff("RPUSH", "list", *[str(i) for i in range(200)])
+    diff("RPUSH", "short", "1")
+    assert usage("int") <= usage("small") < usage("big")
+    assert 5000 < usage("big") < 6000
+    assert usage("short") < usage("list") == usage("list", "SAMPLES", "0")
