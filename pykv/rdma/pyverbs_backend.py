@@ -15,13 +15,17 @@ the work-arounds its API needs (protocol doc §7):
   back to announcing their window on the first inbound completion and detecting dead peers
   by a probe SEND;
 * both module layouts of pyverbs (``cm_enums``/``enums`` up to v4x, ``librdmacm_enums``/
-  ``libibverbs_enums`` from v50) are accepted.
+  ``libibverbs_enums`` from v50) are accepted; when pyverbs was compiled with Cython 3
+  (PyPI's wheels, rdma-core >= 50 built today) the enum modules export only the enum
+  classes (``ibv_qp_type.IBV_QPT_RC``), not the constants, so ``_Constants`` looks a name
+  up in the module first and then among its enum classes.
 
 CM events are acked as soon as they are read (child ids are created first), so destroying an
 id never waits on an unacked event.
 """
 from __future__ import annotations
 
+import enum
 import errno
 import fcntl
 import os
@@ -36,6 +40,31 @@ from typing import Any
 from pykv.rdma import verbs as v
 
 _pv: Any = None  # the imported pyverbs modules (a namespace), set by _import()
+
+
+class _Constants:
+    """``IBV_*``/``RDMA_*`` constants of one pyverbs enum module by name: a module-level
+    name (pyverbs 44, or any pyverbs compiled with Cython 0.29), else the member of that
+    name of one of the module's enum classes (Cython 3 keeps ``cpdef enum`` members inside
+    their class). Found once, then cached as an attribute."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        module = self._module
+        try:
+            value = getattr(module, name)
+        except AttributeError:
+            for cls in list(vars(module).values()):
+                if isinstance(cls, type) and issubclass(cls, enum.Enum) \
+                        and name in cls.__members__:
+                    value = cls.__members__[name]
+                    break
+            else:
+                raise AttributeError(f"{module.__name__} has no constant {name}") from None
+        setattr(self, name, value)
+        return value
 
 
 def _import() -> Any:
@@ -63,7 +92,7 @@ def _import() -> Any:
             "and use a venv with --system-site-packages, elsewhere pip install 'pykv[rdma]', "
             "or use the software fabric (backend=soft)") from None
     _pv = SimpleNamespace(
-        e=e, ce=ce, CMID=CMID, AddrInfo=AddrInfo, CMEvent=CMEvent,
+        e=_Constants(e), ce=_Constants(ce), CMID=CMID, AddrInfo=AddrInfo, CMEvent=CMEvent,
         CMEventChannel=CMEventChannel, ConnParam=ConnParam, CQ=CQ, CompChannel=CompChannel,
         get_device_list=get_device_list, Context=Context, MR=MR, PD=PD, PyverbsRDMAError=PyverbsRDMAError,
         QP=QP, QPAttr=QPAttr, QPCap=QPCap, QPInitAttr=QPInitAttr, SGE=SGE, RecvWR=RecvWR,
