@@ -2,12 +2,14 @@
 
 One pykv process listens on TCP and RDMA (same port number). For each case — SET and GET,
 3-byte and 16 KB values, pipeline depth 1 and 16 — one client process drives 8 connections
-round-robin over each transport, alternating TCP and RDMA ``--runs`` times, and this prints
-the medians side by side: ops/s, p50/p99 latency per request batch and the server's CPU
+round-robin over each transport (connected and warmed up once per case, then alternating
+TCP and RDMA ``--runs`` times), and this prints the medians side by side: ops/s, p50/p99 latency per request batch and the server's CPU
 seconds per 100k requests (user+sys of all its threads, from /proc/PID/task/*/schedstat,
 nanosecond resolution), then the RDMA/TCP ratios (ops/s and CPU per request). With two or
 more CPUs the server runs pinned to the first and this client to the second (``--no-pin``
-to turn off), as ``bench/compare`` does.
+to turn off), as ``bench/compare`` does. A last line gives what one connection costs the
+server to set up and tear down on each transport (an RDMA connection registers its
+receive window and control buffers, so it costs far more than a TCP accept: pool them).
 
     .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8] [--runs 5]
 
@@ -56,9 +58,11 @@ def connect(kind: str, port: int):
     return RdmaSocket("127.0.0.1", port, timeout=60, backend="soft")
 
 
-def run_case(kind: str, port: int, pid: int, op: str, size: int, pipeline: int,
-             requests: int, conns: int) -> dict[str, float]:
-    socks = [connect(kind, port) for _ in range(conns)]
+def run_case(socks: list, pid: int, op: str, size: int, pipeline: int,
+             requests: int) -> dict[str, float]:
+    """One timed run over already-connected ``socks`` (connection set-up is measured
+    apart, by ``connection_cost``)."""
+    conns = len(socks)
     value = b"v" * size
     if op == "get":
         socks[0].sendall(resp(b"SET", b"key:bench", value))
@@ -85,8 +89,6 @@ def run_case(kind: str, port: int, pid: int, op: str, size: int, pipeline: int,
             lat.append((time.perf_counter() - start) * 1e6)
     elapsed = time.perf_counter() - t0
     cpu = cpu_seconds(pid) - cpu0
-    for s in socks:
-        s.close()
     done = rounds * pipeline * conns
     lat.sort()
     return {
@@ -95,6 +97,18 @@ def run_case(kind: str, port: int, pid: int, op: str, size: int, pipeline: int,
         "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
         "cpu100k": cpu / done * 100_000,
     }
+
+
+def connection_cost(kind: str, port: int, pid: int, count: int) -> float:
+    """Server CPU microseconds per connection set up, used once (PING) and closed."""
+    cpu0 = cpu_seconds(pid)
+    for _ in range(count):
+        s = connect(kind, port)
+        s.sendall(resp(b"PING"))
+        s.recv(64)
+        s.close()
+    time.sleep(0.2)   # the server tears the last ones down after the client has gone
+    return (cpu_seconds(pid) - cpu0) / count * 1e6
 
 
 CASES = [(op, size, pipeline) for op in ("set", "get") for size in (3, 16 * 1024)
@@ -133,12 +147,18 @@ def main() -> None:
                 continue
             runs: dict[str, list[dict[str, float]]] = {"tcp": [], "rdma": []}
             requests = args.requests if size < 1024 else args.requests // 4
+            socks = {kind: [connect(kind, srv.port) for _ in range(args.conns)]
+                     for kind in runs}
+            for kind in runs:   # warm-up: first touches of buffers, rings, caches
+                run_case(socks[kind], pid, op, size, pipeline, requests // 4)
             for i in range(args.runs):
                 # alternate which transport goes first, so drift hits both alike
                 order = ("tcp", "rdma") if i % 2 == 0 else ("rdma", "tcp")
                 for kind in order:
-                    runs[kind].append(run_case(kind, srv.port, pid, op, size, pipeline,
-                                               requests, args.conns))
+                    runs[kind].append(run_case(socks[kind], pid, op, size, pipeline,
+                                               requests))
+            for s in (s for kind in socks for s in socks[kind]):
+                s.close()
             med = {kind: {f: statistics.median(r[f] for r in rs) for f in FIELDS}
                    for kind, rs in runs.items()}
             t, rd = med["tcp"], med["rdma"]
@@ -147,6 +167,13 @@ def main() -> None:
                   f"{t['cpu100k']:7.2f} {rd['cpu100k']:8.2f} "
                   f"{rd['cpu100k'] / t['cpu100k']:8.2f}x")
             sys.stdout.flush()
+        if not args.only:
+            cost = {kind: statistics.median(connection_cost(kind, srv.port, pid, 20)
+                                            for _ in range(args.runs))
+                    for kind in ("tcp", "rdma")}
+            print(f"connection set-up + tear-down, server CPU per connection: "
+                  f"tcp {cost['tcp']:.0f} us, rdma {cost['rdma']:.0f} us (not in the figures "
+                  f"above: each case connects and warms up before it measures)")
 
 
 if __name__ == "__main__":

@@ -50,14 +50,26 @@ cdef type _Verbatim = Verbatim
 cdef type _BigNumber = BigNumber
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc
+
+
 cdef inline char *_grow(bytearray out, Py_ssize_t n) except NULL:
     """Make room for ``n`` more bytes at the end of ``out``; return where they go.
 
-    ``PyByteArray_Resize`` over-allocates on growth, so appending reply after reply into
-    one buffer is amortised O(1) without building any intermediate bytes objects.
+    Appending reply after reply into one buffer must be amortised O(1) without building
+    intermediate bytes objects. ``PyByteArray_Resize`` over-allocates only by 1/8, and
+    not at all for a jump past that (it then allocates the exact size), so a batch of large
+    replies would be re-allocated — and copied — at every append: past the allocation,
+    the buffer grows to at least twice its size (then shrinks its logical size, which
+    CPython does in place).
     """
     cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
-    PyByteArray_Resize(out, old + n)
+    cdef Py_ssize_t want = old + n
+    if want >= (<PyByteArrayObject *>out).ob_alloc and want < 2 * old:
+        PyByteArray_Resize(out, 2 * old)
+    PyByteArray_Resize(out, want)
     return PyByteArray_AS_STRING(out) + old
 
 

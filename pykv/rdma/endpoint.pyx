@@ -173,7 +173,7 @@ cdef class Endpoint:
                     before = session.tx.announced
                     session.on_recv(data)
                     if session.tx.announced != before:
-                        self._peer_window()
+                        self.peer_windows += 1
                     self._repost(wr_id)
                     self.first_inbound = True
                 elif op == _WC_WRITE or op == _WC_SEND:
@@ -218,12 +218,15 @@ cdef class Endpoint:
             if session.actions:
                 self._execute()
 
-    cdef _peer_window(self):
+    cdef _staging(self):
+        """The staging MR: it mirrors the peer's window (same offsets), so it is
+        (re-)registered when the window's size changes. Registered at the first write too
+        large to post inline, never when every write is inline (soft fabric): registration
+        makes memory resident, which is most of what an RDMA connection costs to set up."""
         need = self.session.tx.length
         if self.tx_mr is None or self.tx_mr.length != need:
-            # the staging MR mirrors the peer's window (same offsets); re-size on change
             self.tx_mr = self.qp.reg_mr(need, remote_write=False)
-        self.peer_windows += 1
+        return self.tx_mr
 
     # -- output ---------------------------------------------------------------------------
     cpdef write(self, data):
@@ -276,8 +279,7 @@ cdef class Endpoint:
                                                     w.data, w.remote_addr, w.rkey, n,
                                                     w.signaled)
                     continue
-                tx = self.tx_mr
-                assert tx is not None
+                tx = self._staging()
                 if self._cqp is not None and isinstance(tx, CMemoryRegion):
                     (<CMemoryRegion>tx).write(w.offset, w.data)
                     self._cqp.post_write_imm(_WRITE_WR_ID_C if w.signaled else 0, tx,

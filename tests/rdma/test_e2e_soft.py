@@ -109,6 +109,38 @@ def test_values_larger_than_the_window(rdma_server, rsock, size):
     assert rsock.endpoint.session.tx.length == 65536
 
 
+def test_staging_mr_only_for_writes_too_large_to_inline(rdma_server):
+    """Writes that fit IBV_SEND_INLINE never register the staging MR; the first one that
+    does not registers it at the peer's window size, and staged writes arrive intact."""
+    with RdmaSocket("127.0.0.1", rdma_server.port, timeout=20) as inline, \
+            RdmaSocket("127.0.0.1", rdma_server.port, timeout=20) as staged:
+        value = os.urandom(150_000)
+        assert inline.call("SET", "inl", value) == b"+OK\r\n"
+        assert inline.endpoint.tx_mr is None
+        assert staged.endpoint.tx_mr is None
+        staged.qp.max_inline_data = 0   # as a NIC without inline support
+        assert staged.call("SET", "stg", value) == b"+OK\r\n"
+        assert staged.endpoint.tx_mr is not None
+        assert staged.endpoint.tx_mr.length == staged.endpoint.session.tx.length == 65536
+        assert staged.call("GET", "stg") == b"$150000\r\n" + value + b"\r\n"
+        assert inline.call("GET", "stg") == b"$150000\r\n" + value + b"\r\n"
+
+
+def test_bgsave_fork_with_rdma_clients_connected(rdma_server, rsock):
+    """Registered memory is kept out of forked children (MADV_DONTFORK, as ibv_fork_init
+    does): the BGSAVE child saves without it and the clients keep working meanwhile."""
+    value = os.urandom(200_000)
+    assert rsock.call("SET", "forked", value) == b"+OK\r\n"
+    assert rsock.call("BGSAVE").startswith(b"+Background saving started")
+    deadline = time.monotonic() + 30
+    while b"rdb_bgsave_in_progress:1" in rsock.call("INFO", "persistence"):
+        assert rsock.call("GET", "forked") == b"$200000\r\n" + value + b"\r\n"
+        assert time.monotonic() < deadline, "BGSAVE did not finish"
+        time.sleep(0.02)
+    assert b"rdb_last_bgsave_status:ok" in rsock.call("INFO", "persistence")
+    assert rsock.call("GET", "forked") == b"$200000\r\n" + value + b"\r\n"
+
+
 def test_redis_py_connection_class(rdma_server):
     pool = redis.ConnectionPool(connection_class=RdmaConnection, host="127.0.0.1",
                                 port=rdma_server.port, rdma_backend="soft")
