@@ -6,9 +6,7 @@ nothing else runs, exactly as Redis blocks everything else. After it, the Lua co
 serves other clients in between (``pykv.net.busy.BusyPoller``: it reads their sockets,
 accepts new connections, answers ``BUSY`` to every command that is not ``allow_busy`` — SCRIPT
 KILL, FUNCTION KILL, SHUTDOWN…), which is Redis's ``processEventsWhileBlocked``; SCRIPT KILL
-then stops a script that has not written yet. The older threaded mode (the script on a
-worker thread, its calls served by the loop thread; ``inline_scripts = False``) is kept for
-comparison.
+then stops a script that has not written yet.
 
 Scripts call commands through ``ScriptClient``, a connection-less client that captures
 replies as values; the checks Redis makes for scripts (unknown command, arity, noscript,
@@ -18,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import queue
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +79,7 @@ class RunContext:
 
     # (compiled, the fields are declared in engine.pxd)
     __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
-                 "killed", "async_mode", "start", "busy_error", "argv")
+                 "killed", "start", "busy_error", "argv")
 
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
@@ -95,7 +91,6 @@ class RunContext:
         self.lua_resp = 2
         self.wrote = False
         self.killed = False
-        self.async_mode = False
         self.start = time.monotonic()
         self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
         self.argv = None  # FCALL's command line, for FUNCTION STATS
@@ -142,7 +137,7 @@ def _classify(err: Any) -> tuple[int, bytes]:
 
 
 class Engine:
-    """The server's Lua state, script cache, worker thread and running-script state."""
+    """The server's Lua state, script cache and running-script state."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -156,16 +151,8 @@ class Engine:
         self.scripts: dict[bytes, tuple[bytes, Any, bool]] = {}
         self._commands: dict[bytes, Any] = {}  # redis.call's command names as written
         self.client = ScriptClient(server)
-        self.ctx: RunContext | None = None
-        self._requests: queue.SimpleQueue = queue.SimpleQueue()
-        self._responses: queue.SimpleQueue = queue.SimpleQueue()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._worker = threading.Thread(target=self._work, name="pykv-lua", daemon=True)
-        self._worker.start()
-        # scripts run on the loop thread (the worker thread is kept for the threaded mode)
-        self.inline_scripts = True
-        self._inline = False
-        self._inline_threshold: float | None = None
+        self.ctx: RunContext | None = None   # the running script, if any
+        self._busy_threshold: float | None = None   # when it starts serving others (s)
         self._poller: BusyPoller | None = None
 
     # -- compiling -------------------------------------------------------------------
@@ -193,52 +180,28 @@ class Engine:
     def run(self, ctx: RunContext, fn: Any, nkeys: int, params: list[bytes],
             as_callback: bool = False) -> Any:
         """Run ``fn`` for ``ctx.caller`` with ``params`` (its first ``nkeys`` are KEYS, the
-        rest ARGV): the reply, or NO_REPLY if it went busy."""
+        rest ARGV) here on the loop thread, and return its reply. Past
+        ``busy-reply-threshold`` the Lua hook serves other clients in between
+        (``_serve_while_busy``: BUSY replies, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE), as
+        Redis's processEventsWhileBlocked does; a caller without a connection (a script
+        started by the server itself) never yields."""
         caller = ctx.caller
         client = self.client
         if client.db_index != caller.db_index:
             client.select(caller.db_index)
         client.user = caller.user
-        self.ctx = ctx
         runner = self._api_run_callback if as_callback else self._api_run
-        threshold = self.server.config.busy_reply_threshold / 1000.0
-        can_yield = caller.conn is not None
-        if self.inline_scripts:
-            return self._run_inline(ctx, runner, fn, nkeys, params,
-                                    threshold if can_yield else None)
-        caller_resp = caller.resp
-        self._jobs.put(lambda: runner(fn, caller_resp, nkeys, *params))
-        deadline = ctx.start + threshold if can_yield else None
-        while True:
-            timeout = None if deadline is None else deadline - time.monotonic()
-            if timeout is not None and timeout <= 0:
-                return self._go_busy(ctx)
-            try:
-                kind, payload = self._requests.get(timeout=timeout)
-            except queue.Empty:
-                return self._go_busy(ctx)
-            if kind == "call":
-                self._responses.put(self._execute(ctx, payload))
-            else:
-                self.ctx = None
-                return self._final_reply(ctx, payload)
-
-    def _run_inline(self, ctx: RunContext, runner: Any, fn: Any, nkeys: int,
-                    params: list[bytes], threshold: float | None) -> Any:
-        """Run the script here on the loop thread (no thread hand-offs per call). Past
-        ``busy-reply-threshold`` the Lua hook serves other clients in between
-        (``_serve_while_busy``: BUSY replies, SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE), as
-        Redis's processEventsWhileBlocked does."""
-        self._inline_threshold = threshold
-        self._inline = True
+        self._busy_threshold = (self.server.config.busy_reply_threshold / 1000.0
+                                if caller.conn is not None else None)
+        self.ctx = ctx
         try:
-            result = runner(fn, ctx.caller.resp, nkeys, *params)
+            result = runner(fn, caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
         finally:
-            self._inline = False
             self.ctx = None
+            self._busy_threshold = None
             if self.server.busy_script is ctx:
                 self.server.busy_script = None
             if self._poller is not None:
@@ -260,22 +223,6 @@ class Engine:
             self._poller = BusyPoller(server)
         self._poller.poll(ctx.caller)
 
-    def _work(self) -> None:
-        while True:
-            job = self._jobs.get()
-            try:
-                result = job()
-            except Exception as exc:  # a lupa/Python failure must still end the script
-                log.exception("script worker failed")
-                result = (False, b"ERR " + str(exc).encode(), None, None)
-            self._post(("done", result))
-
-    def _post(self, item: tuple) -> None:
-        self._requests.put(item)
-        ctx = self.ctx
-        if ctx is not None and ctx.async_mode and self.server.loop is not None:
-            self.server.loop.call_soon_threadsafe(self._drain)
-
     def _final_reply(self, ctx: RunContext, result: tuple) -> Any:
         if result[0]:
             return RawReply(result[1])
@@ -287,56 +234,12 @@ class Engine:
                 + str(result[3]).encode() + b"."
         return ErrorReply(msg)
 
-    # -- busy mode -------------------------------------------------------------------
-    def _go_busy(self, ctx: RunContext) -> Any:
-        log.warning("Slow script detected: still in execution after %d milliseconds. You "
-                    "can try killing the script using the %s command.",
-                    int((time.monotonic() - ctx.start) * 1000),
-                    "FUNCTION KILL" if ctx.is_function else "SCRIPT KILL")
-        ctx.async_mode = True
-        self.server.busy_script = ctx
-        ctx.caller.blocked = ctx
-        self.server.loop.call_soon(self._drain)
-        return NO_REPLY
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                kind, payload = self._requests.get_nowait()
-            except queue.Empty:
-                return
-            ctx = self.ctx
-            if kind == "call":
-                self._responses.put(self._execute(ctx, payload))
-                continue
-            self.ctx = None
-            self.server.busy_script = None
-            caller = ctx.caller
-            reply = self._final_reply(ctx, payload)
-            caller.blocked = None
-            if isinstance(reply, ErrorReply):
-                self.server.count_error(reply)
-            if not caller.closed:
-                caller.add_reply(reply)
-                caller.process_input()
-                caller.flush()
-            self.after_script()
-
-    def after_script(self) -> None:
-        """Serve clients blocked on keys the script wrote (as Redis does after a script)."""
-        server = self.server
-        if getattr(server, "ready_keys", None):
-            server.blocking.handle_ready_keys()
-
-    # -- callbacks from Lua (worker thread) ------------------------------------------
+    # -- callbacks from Lua ------------------------------------------------------------
     def _lua_call(self, args: tuple) -> tuple[int, Any]:
         argv = self._argv(args)
         if type(argv) is not list:
             return TAG_ERROR, argv
-        if self._inline:
-            return self._execute(self.ctx, argv)
-        self._post(("call", argv))
-        return self._responses.get()
+        return self._execute(self.ctx, argv)
 
     @staticmethod
     def _argv(args: tuple) -> list[bytes] | bytes:
@@ -397,8 +300,8 @@ class Engine:
         ctx = self.ctx
         if ctx is None:
             return False
-        if self._inline and self._inline_threshold is not None \
-                and time.monotonic() - ctx.start >= self._inline_threshold:
+        if self._busy_threshold is not None \
+                and time.monotonic() - ctx.start >= self._busy_threshold:
             self._serve_while_busy(ctx)
         return ctx.killed
 
