@@ -27,7 +27,14 @@ from pykv.net.base import (
     ListenerSpec,
 )
 from pykv.rdma import verbs as v
-from pykv.rdma.endpoint import Endpoint
+from pykv.rdma.endpoint import (
+    EV_EARLY,
+    EV_ERROR,
+    EV_FD_DONE,
+    EV_OUTPUT,
+    EV_PENDING,
+    Endpoint,
+)
 from pykv.rdma.session import SERVER
 
 log = logging.getLogger("pykv")
@@ -45,13 +52,19 @@ class RdmaConnection(Connection):
         self.listener = listener
         self.loop = listener.loop
         self.qp = qp
-        self.endpoint = Endpoint(qp, SERVER, rx_size, self._on_data,
+        self.endpoint = Endpoint(qp, SERVER, rx_size, self._drop_data,
                                  keepalive_interval=listener.keepalive_interval)
         self.handler: ConnectionHandler | None = None
         self.closing = False
         self.closed = False
         self._fds: list[int] = []
         self._wfds: set[int] = set()
+        # the hot path's state in as few attribute lookups as possible: the endpoint's
+        # entry points (None once torn down), and whether _after must run after every event
+        # (closing, or fds watched for writability) rather than only when flags are set
+        self._on_event = self.endpoint.on_event
+        self._send = self.endpoint.send
+        self._always_after = False
         self._timer: asyncio.TimerHandle | None = None
         self._close_timer: asyncio.TimerHandle | None = None
         self._pending_scheduled = False
@@ -62,6 +75,7 @@ class RdmaConnection(Connection):
         if self.closed:  # the server refused it at once (e.g. maxclients)
             handler.on_close()
             return
+        self.endpoint.on_data = handler.on_data   # straight to the handler, until close()
         self.loop.add_reader(self.qp.comp_fd, self._on_comp)
         self._fds.append(self.qp.comp_fd)
         for fd in self.qp.aux_fds():
@@ -69,35 +83,38 @@ class RdmaConnection(Connection):
             self._fds.append(fd)
 
     def _on_aux(self, fd: int) -> None:
-        if self.closed:
-            return
-        if not self.qp.pump(fd):
-            self._unwatch(fd)
-        self._on_comp()
+        on_event = self._on_event
+        if on_event is not None:
+            flags = on_event(fd)
+            if flags or self._always_after:
+                self._after(flags, fd)
 
     def _on_comp(self) -> None:
-        if self.closed:
+        on_event = self._on_event
+        if on_event is not None:
+            flags = on_event(-1)
+            if flags or self._always_after:
+                self._after(flags)
+
+    def _after(self, flags: int, fd: int = -1) -> None:
+        """What an event or a write left to do (the endpoint's EV_* flags)."""
+        if flags & EV_FD_DONE:
+            self._unwatch(fd)
+        if flags & EV_ERROR:
+            self._fail(self.endpoint.error)
             return
-        err = self.endpoint.handle_completions()
-        if err is None and not self.endpoint.session.established and self.endpoint.first_inbound:
+        if flags & EV_EARLY:
             # the peer is talking, so it is established even if the CM event was not
             # attributed to us (or not processed yet): announce our window now
             self.established()
             return
-        self._after(err)
-
-    def _after(self, err: str | None) -> None:
-        if err is not None:
-            self._fail(err)
-            return
-        endpoint = self.endpoint
-        if self.closing and endpoint.idle():
+        if self.closing and self.endpoint.idle():
             self._teardown()
             return
-        if not self._pending_scheduled and endpoint.has_pending():
+        if flags & EV_PENDING and not self._pending_scheduled:
             self._pending_scheduled = True
             self.loop.call_soon(self._run_pending)
-        if self._wfds or self.qp.write_fds():
+        if flags & EV_OUTPUT or self._wfds:
             self._sync_writers()
 
     def _sync_writers(self) -> None:
@@ -110,6 +127,7 @@ class RdmaConnection(Connection):
         for fd in self._wfds - want:
             self.loop.remove_writer(fd)
         self._wfds = want
+        self._always_after = self.closing or bool(want)
 
     def _on_writable(self, fd: int) -> None:
         if not self.closed:
@@ -121,16 +139,15 @@ class RdmaConnection(Connection):
         if not self.closed:
             self.process_pending_data()
 
-    def _on_data(self, data: bytes) -> None:
-        if self.handler is not None and not self.closing:
-            self.handler.on_data(data)
+    def _drop_data(self, data: bytes) -> None:
+        """Input before start() or after close(): nobody is reading it."""
 
     def established(self) -> None:
         """CM ESTABLISHED or the peer's first message, whichever comes first (idempotent)."""
         err = self.endpoint.established(time.monotonic())
         if err is None and self._timer is None:
             self._schedule_keepalive(self.endpoint.session.next_keepalive)
-        self._after(err)
+        self._after(self.endpoint.status())
 
     def _schedule_keepalive(self, when: float | None) -> None:
         if when is not None and not self.closed:
@@ -152,15 +169,19 @@ class RdmaConnection(Connection):
 
     # -- Connection interface ---------------------------------------------------------------
     def write(self, data: bytes | bytearray) -> None:
-        if self.closed:
-            return
-        self._after(self.endpoint.write(data))
+        send = self._send
+        if send is not None:
+            flags = send(data)
+            if flags or self._always_after:
+                self._after(flags)
 
     def close(self) -> None:
         """Close once every queued reply has reached the peer (bounded by a timeout)."""
         if self.closed or self.closing:
             return
         self.closing = True
+        self._always_after = True
+        self.endpoint.on_data = self._drop_data
         if self.endpoint.idle():
             self._teardown()
             return
@@ -206,6 +227,7 @@ class RdmaConnection(Connection):
         if self.closed:
             return
         self.closed = True
+        self._on_event = self._send = None
         for handle in (self._timer, self._close_timer):
             if handle is not None:
                 handle.cancel()
@@ -287,7 +309,8 @@ class RdmaListener(Listener):
             elif ev.qp is None and ev.type == v.CM_DISCONNECTED:
                 # backend could not say which connection: probe all with a keepalive
                 for c in list(self.conns.values()):
-                    c._after(c.endpoint.send_fence())
+                    c.endpoint.send_fence()
+                    c._after(c.endpoint.status())
         else:
             log.info("RDMA: listen channel ignore event %d", ev.type)
 

@@ -27,3 +27,5 @@ cdef class CQueuePair:
     cpdef ack_cq_events(self, long long n)
     cpdef req_notify(self)
     cpdef list poll(self, int max_entries)
+    cpdef bint pump(self, int fd)
+    cpdef bint has_output(self)

@@ -6,7 +6,7 @@ of ``verbs.WorkCompletion``), ``CMemoryRegion`` and ``CQueuePair`` (the per-requ
 calls as ``cpdef`` methods). A backend whose objects derive from them (the software fabric)
 is driven by the endpoint through C vtable calls — no Python argument parsing, no attribute
 lookups on completions; any other backend (pyverbs) is driven through ordinary Python calls.
-The methods here only raise: subclasses implement them.
+The verbs methods here only raise: subclasses implement them.
 """
 
 cimport cython
@@ -63,3 +63,13 @@ cdef class CQueuePair:
 
     cpdef list poll(self, int max_entries):
         raise NotImplementedError
+
+    # a backend whose NIC runs in this process (the software fabric) is driven through
+    # extra fds (``aux_fds``); these defaults are for one whose NIC does not need it
+    cpdef bint pump(self, int fd):
+        """Run the NIC on readable ``fd``; False once that fd is finished with."""
+        return True
+
+    cpdef bint has_output(self):
+        """The NIC has bytes queued for a writable fd (``write_fds``)."""
+        return False

@@ -36,6 +36,16 @@ from pykv.rdma.verbs import (
 )
 
 POLL_BATCH = 64
+cdef int _POLL_BATCH = POLL_BATCH
+
+# what an event left for an event-loop driver to do (``on_event``/``send``/``status``)
+EV_ERROR = 1      # the connection is unusable: ``error`` says why
+EV_FD_DONE = 2    # stop watching the fd just pumped (its peer is gone)
+EV_EARLY = 4      # the peer talks before ESTABLISHED was seen: treat it as established
+EV_PENDING = 8    # work left for the next loop iteration (``has_pending``)
+EV_OUTPUT = 16    # the fabric has output queued for a writable fd
+cdef int _EV_ERROR = EV_ERROR, _EV_FD_DONE = EV_FD_DONE, _EV_EARLY = EV_EARLY
+cdef int _EV_PENDING = EV_PENDING, _EV_OUTPUT = EV_OUTPUT
 cdef int _MSG = 32
 cdef int _WC_SUCCESS = WC_SUCCESS
 cdef int _WC_RECV = WC_RECV
@@ -115,6 +125,40 @@ cdef class Endpoint:
             self._failed(exc)
         return self.error
 
+    cpdef int on_event(self, int fd):
+        """One readiness event for an event-loop driver: ``fd`` is a fabric fd to pump
+        first (software fabric), -1 the completion channel. Drains the CQ as
+        ``handle_completions`` does and returns the EV_* flags of what is left to do — 0 in
+        the common case, so the driver's whole check is one test."""
+        cdef int flags = 0
+        if fd >= 0 and self.error is None:
+            try:
+                if not (self._cqp.pump(fd) if self._cqp is not None else self.qp.pump(fd)):
+                    flags = _EV_FD_DONE
+            except BaseException as exc:
+                self._failed(exc)
+        self.handle_completions()
+        return flags | self.status()
+
+    cpdef int send(self, data):
+        """``write`` for an event-loop driver: returns EV_* flags as ``on_event``."""
+        self.write(data)
+        return self.status()
+
+    cpdef int status(self):
+        """The EV_* flags of the connection's state (EV_FD_DONE aside)."""
+        cdef Session s = self.session
+        cdef int flags = 0
+        if self.error is not None:
+            return _EV_ERROR
+        if not s.established and self.first_inbound:
+            flags = _EV_EARLY
+        if self.has_pending():
+            flags |= _EV_PENDING
+        if self._cqp.has_output() if self._cqp is not None else self.qp.write_fds():
+            flags |= _EV_OUTPUT
+        return flags
+
     cdef _failed(self, exc):
         """Record why the connection is unusable (re-raises what is not ours to handle)."""
         if isinstance(exc, _ProtocolViolation):
@@ -146,9 +190,7 @@ cdef class Endpoint:
             self._req_notify()
         ctrl = self.ctrl_mr
         while True:
-            wcs = cqp.poll(64) if cqp is not None else self._poll(64)
-            if not wcs:
-                break
+            wcs = cqp.poll(_POLL_BATCH) if cqp is not None else self._poll(_POLL_BATCH)
             for wc in wcs:
                 if isinstance(wc, WC):   # fields in C
                     w = <WC>wc
@@ -180,6 +222,10 @@ cdef class Endpoint:
                     session.on_send_completed(wr_id)
                 else:
                     raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
+            # a short batch emptied the CQ: what completes from now on raises a new CQ event
+            # (it was re-armed above), so no second poll just to see nothing
+            if len(wcs) < _POLL_BATCH:
+                break
         self._deliver()
         if session.actions and not self._closed:
             self._execute()

@@ -378,6 +378,7 @@ cdef class SoftQP(CQueuePair):
     cdef char *_ddst          # where its next bytes go (NULL: its target vanished, drop them)
     cdef Py_ssize_t _dleft    # payload bytes still to come
     cdef object _dmr          # the MR they go to (kept alive while bytes arrive)
+    cdef object _rkey_mr      # the MR the last remote write's rkey named
     # payload rings (shared memory): ours, which we fill (tx), and the peer's (rx)
     cdef char *_tx_map
     cdef uint64_t _tx_size, _tx_head
@@ -569,11 +570,13 @@ cdef class SoftQP(CQueuePair):
 
     # -- posting ---------------------------------------------------------------------------
     cdef SoftMR _local_mr(self, mr, Py_ssize_t offset, Py_ssize_t length):
-        """The MR of a local SGE after the lkey and bounds checks (EINVAL otherwise)."""
-        if type(mr) is not SoftMR or (<SoftPD>self.pd).mrs.get((<SoftMR>mr).lkey) is not mr:
+        """The MR of a local SGE after the lkey and bounds checks (EINVAL otherwise): an
+        MR of this QP's PD that is still registered (``dereg`` clears ``valid``)."""
+        if type(mr) is not SoftMR:
             raise v.VerbsError(_errno.EINVAL, "SGE outside a valid MR")
         cdef SoftMR m = <SoftMR>mr
-        if offset < 0 or length < 0 or offset + length > m.length:
+        if not m.valid or m.pd is not self.pd or offset < 0 or length < 0 \
+                or offset + length > m.length:
             raise v.VerbsError(_errno.EINVAL, "SGE outside a valid MR")
         return m
 
@@ -716,7 +719,10 @@ cdef class SoftQP(CQueuePair):
         self._send(&h, PyBytes_AS_STRING(payload), len(payload))
 
     def write_fds(self) -> list:
-        return [self.wire_fd] if len(self.outq) and not self.peer_gone and not self.closed else []
+        return [self.wire_fd] if self.has_output() else []
+
+    cpdef bint has_output(self):
+        return len(self.outq) and not self.peer_gone and not self.closed
 
     def pump_write(self, int fd) -> None:
         if not len(self.outq) or self.peer_gone or self.closed:
@@ -1031,9 +1037,15 @@ cdef class SoftQP(CQueuePair):
         if self._state != S_RTS:
             return 1  # an errored responder stays silent; the requester will time out
         if ptype != C_SEND:
-            found = (<SoftPD>self.pd).by_rkey.get(rkey)
-            if found is not None:
-                mr = <SoftMR>found
+            # the last rkey's MR (one peer writes into one window): no dict lookup per write
+            if self._rkey_mr is not None and (<SoftMR>self._rkey_mr).rkey == rkey \
+                    and (<SoftMR>self._rkey_mr).valid:   # (a new MR may reuse a freed key)
+                mr = <SoftMR>self._rkey_mr
+            else:
+                found = (<SoftPD>self.pd).by_rkey.get(rkey)
+                if found is not None:
+                    mr = self._rkey_mr = <SoftMR>found
+            if mr is not None:
                 off = <long long>(raddr - mr.addr)
             if (mr is None or not mr.valid or not mr.remote_write or raddr < mr.addr
                     or off + n > mr.length):
