@@ -3,15 +3,17 @@
 One pykv process listens on TCP and RDMA (same port number). For each case — SET and GET,
 3-byte and 16 KB values, pipeline depth 1 and 16 — one client process drives 8 connections
 round-robin over each transport (connected and warmed up once per case, then alternating
-TCP and RDMA ``--runs`` times), and this prints the medians side by side: ops/s, p50/p99 latency per request batch and the server's CPU
-seconds per 100k requests (user+sys of all its threads, from /proc/PID/task/*/schedstat,
-nanosecond resolution), then the RDMA/TCP ratios (ops/s and CPU per request). With two or
-more CPUs the server runs pinned to the first and this client to the second (``--no-pin``
-to turn off), as ``bench/compare`` does. A last line gives what one connection costs the
-server to set up and tear down on each transport (an RDMA connection registers its
-receive window and control buffers, so it costs far more than a TCP accept: pool them).
+TCP and RDMA ``--runs`` times), and this prints the medians side by side: ops/s, p50/p99
+latency per request batch and the server's CPU seconds per 100k requests (user+sys of all
+its threads, from /proc/PID/task/*/schedstat, nanosecond resolution), then the RDMA/TCP
+ratios (ops/s and CPU per request of the medians, and "paired": the median of the runs'
+back-to-back RDMA/TCP CPU ratios, which a shared machine's drifting load moves less). With
+two or more CPUs the server runs pinned to the first and this client to the second
+(``--no-pin`` to turn off), as ``bench/compare`` does. A last line gives what one connection costs the server to set up and tear down on
+each transport (an RDMA connection registers its receive window and control buffers, so it
+costs far more than a TCP accept: pool them).
 
-    .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8] [--runs 5]
+    .venv/bin/python bench/rdma_vs_tcp.py [--requests 40000] [--conns 8] [--runs 7]
 
 The software fabric moves bytes through unix sockets and eventfds, so it measures the
 protocol and dispatcher cost of the RDMA path in this process, not an RDMA NIC.
@@ -120,7 +122,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=40_000)
     ap.add_argument("--conns", type=int, default=8)
-    ap.add_argument("--runs", type=int, default=5, help="alternating runs per case (median)")
+    ap.add_argument("--runs", type=int, default=7, help="alternating runs per case (median)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin server and client")
     ap.add_argument("--only", help="run one case, by name (e.g. 'SET 16384B -P 1')")
     args = ap.parse_args()
@@ -140,7 +142,7 @@ def main() -> None:
               f"cpu = server CPU seconds per 100k requests")
         print(f"{'case':18s} {'tcp ops/s':>10s} {'rdma ops/s':>10s} {'ratio':>6s}  "
               f"{'tcp p50/p99 us':>15s} {'rdma p50/p99 us':>16s}  "
-              f"{'tcp cpu':>7s} {'rdma cpu':>8s} {'cpu ratio':>9s}")
+              f"{'tcp cpu':>7s} {'rdma cpu':>8s} {'cpu ratio':>9s} {'paired':>8s}")
         for op, size, pipeline in CASES:
             name = f"{op.upper()} {size}B -P {pipeline}"
             if args.only and args.only.lower() != name.lower():
@@ -162,10 +164,13 @@ def main() -> None:
             med = {kind: {f: statistics.median(r[f] for r in rs) for f in FIELDS}
                    for kind, rs in runs.items()}
             t, rd = med["tcp"], med["rdma"]
+            # each run's RDMA/TCP pair ran back to back, so a pair sees about the same load
+            cpu_ratio = statistics.median(r["cpu100k"] / q["cpu100k"]
+                                          for r, q in zip(runs["rdma"], runs["tcp"], strict=True))
             print(f"{name:18s} {t['ops']:10.0f} {rd['ops']:10.0f} {rd['ops'] / t['ops']:6.2f}  "
                   f"{t['p50']:7.0f}/{t['p99']:<7.0f} {rd['p50']:8.0f}/{rd['p99']:<7.0f}  "
                   f"{t['cpu100k']:7.2f} {rd['cpu100k']:8.2f} "
-                  f"{rd['cpu100k'] / t['cpu100k']:8.2f}x")
+                  f"{rd['cpu100k'] / t['cpu100k']:8.2f}x {cpu_ratio:7.2f}x")
             sys.stdout.flush()
         if not args.only:
             cost = {kind: statistics.median(connection_cost(kind, srv.port, pid, 20)
