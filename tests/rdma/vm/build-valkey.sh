@@ -32,24 +32,19 @@ else
     DSC_SHA256=${VALKEY_DSC_SHA256:-}
 fi
 CACHE=${VALKEY_CACHE:-/var/tmp/pykv-valkey}
-apt_mirror() {   # the Debian archive apt is configured with
-    {
-        awk '/^[ \t]*URIs:/ {for (i = 2; i <= NF; i++) print $i}' /etc/apt/sources.list.d/*.sources
-        awk '/^[ \t]*deb[ \t]/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' \
-            /etc/apt/sources.list /etc/apt/sources.list.d/*.list
-    } 2>/dev/null | sed 's|/*$||' | grep -m1 -E '^https?://.*/debian$'
-}
-MIRROR=${DEBIAN_MIRROR:-$(apt_mirror || true)}
 JOBS=${JOBS:-2}
 DEST=${1:-$PROJ/build/valkey-rdma/bin}
 UPSTREAM=${VERSION%-*}              # 9.1.2-1 -> 9.1.2
-POOL=$MIRROR/pool/main/v/valkey
 OUT=$CACHE/$VERSION                  # finished build: $OUT/bin/valkey-{cli,benchmark,server}
 BINS=(valkey-cli valkey-benchmark valkey-server)
 MAKE_FLAGS=(BUILD_RDMA=yes MALLOC=libc OPTIMIZATION=-O2 BUILD_LUA=no BUILD_TLS=no USE_SYSTEMD=no)
 
 say() { printf '[build-valkey] %s\n' "$*" >&2; }
 die() { local rc=$1; shift; say "ERROR: $*"; exit "$rc"; }
+# shellcheck source=debsrc.sh
+. "$HERE/debsrc.sh"
+MIRROR=${DEBIAN_MIRROR:-$(debsrc_mirror || true)}
+POOL=$MIRROR/pool/main/v/valkey
 
 install_bins() {
     mkdir -p "$DEST"
@@ -70,52 +65,10 @@ built_ok() {
     [[ "$help" == *"--rdma"* ]]
 }
 
-mkdir -p "$CACHE"
-exec 9>"$CACHE/.lock"
-flock 9                               # one build at a time (several worktrees share it)
-if built_ok; then
-    say "reusing the build in $OUT"
-    install_bins
-    exit 0
-fi
-
-fetch() {  # fetch URL FILE
-    if command -v curl >/dev/null 2>&1; then
-        curl -fsSL --retry 2 --connect-timeout 20 --max-time 600 -o "$2.part" "$1"
-    elif command -v wget >/dev/null 2>&1; then
-        wget -q -T 20 -O "$2.part" "$1"
-    else
-        python3 - "$1" "$2.part" <<'EOF'
-import shutil, sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=60) as r, open(sys.argv[2], "wb") as f:
-    shutil.copyfileobj(r, f)
-EOF
-    fi && mv "$2.part" "$2"
-}
-
+debsrc_reuse_or_lock "$CACHE" built_ok install_bins
 DL=$CACHE/dl
-mkdir -p "$DL"
-[ -n "$MIRROR" ] || die 3 "no Debian archive in apt's sources: set DEBIAN_MIRROR"
-DSC=valkey_$VERSION.dsc
 ORIG=valkey_$UPSTREAM.orig.tar.gz
-if [ ! -s "$DL/$DSC" ]; then
-    say "downloading $POOL/$DSC"
-    fetch "$POOL/$DSC" "$DL/$DSC" || { rm -f "$DL/$DSC.part"; die 3 "cannot download $POOL/$DSC (no network?)"; }
-fi
-if [ -n "$DSC_SHA256" ]; then
-    echo "$DSC_SHA256  $DL/$DSC" | sha256sum -c --status \
-        || { rm -f "$DL/$DSC"; die 3 "$DSC: SHA256 differs from the pinned $DSC_SHA256"; }
-fi
-# the orig tarball's line in the .dsc's Checksums-Sha256 section: " <sha256> <size> <name>"
-want=$(awk -v f="$ORIG" '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3==f {print $1}' "$DL/$DSC")
-[ -n "$want" ] || die 3 "$DSC lists no $ORIG"
-if [ ! -s "$DL/$ORIG" ] || ! echo "$want  $DL/$ORIG" | sha256sum -c --status; then
-    say "downloading $POOL/$ORIG"
-    fetch "$POOL/$ORIG" "$DL/$ORIG" || { rm -f "$DL/$ORIG.part"; die 3 "cannot download $POOL/$ORIG (no network?)"; }
-    echo "$want  $DL/$ORIG" | sha256sum -c --status \
-        || { rm -f "$DL/$ORIG"; die 3 "$ORIG: SHA256 differs from the .dsc's $want"; }
-fi
-say "$ORIG: SHA256 $want verified against $DSC"
+debsrc_get "$DL" "$POOL" "valkey_$VERSION.dsc" "$DSC_SHA256" "$ORIG"
 
 # build dependencies (Debian packages): compiler, make, rdma-core headers, pkg-config
 need_deps() {
@@ -123,15 +76,7 @@ need_deps() {
         && pkg-config --exists librdmacm libibverbs
 }
 if ! need_deps; then
-    [ "$(id -u)" = 0 ] || die 4 "missing build deps (gcc make pkg-config librdmacm-dev libibverbs-dev) and not root"
-    pkgs=(build-essential pkgconf librdmacm-dev libibverbs-dev)
-    say "apt-get install ${pkgs[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt_q=(-q -y -o Dpkg::Use-Pty=0 --no-install-recommends)
-    if ! apt-get install "${apt_q[@]}" "${pkgs[@]}" >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null 2>&1 || true
-        apt-get install "${apt_q[@]}" "${pkgs[@]}" >/dev/null || die 4 "apt-get install ${pkgs[*]} failed"
-    fi
+    debsrc_apt_install build-essential pkgconf librdmacm-dev libibverbs-dev
     need_deps || die 4 "build deps still missing after apt-get install"
 fi
 
