@@ -185,6 +185,9 @@ class Server(ServerCore):
                 raise
             self.listeners.append(listener)
         self._schedule_cron()
+        from pykv.commands import memory_cmd  # used_memory_startup: initialised, no data yet
+
+        memory_cmd.record_startup(self)
         try:
             await self.load_data()
         except BaseException:
