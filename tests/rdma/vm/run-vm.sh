@@ -12,10 +12,14 @@
 # Env: WORK (default /var/tmp/rxevm), MEM (2G), SMP (2), LOG (default $WORK/console.log),
 #      KERNEL (default $WORK/vmlinux if present, else $WORK/vmlinuz),
 #      INITRD (default $WORK/initrd-mini.img if present, else $WORK/initrd.img),
-#      KAPPEND (extra kernel args, e.g. "loglevel=7 printk.time=1" to debug the boot)
+#      KAPPEND (extra kernel args, e.g. "loglevel=7 printk.time=1" to debug the boot),
+#      NETDEV (a qemu -netdev backend without id, e.g. "socket,listen=127.0.0.1:7100": the
+#      VM gets one virtio-net card on it, MAC from $MAC; two VMs joined by a socket netdev
+#      are two hosts on one Ethernet segment)
 # Exit status = exit status of COMMAND inside the VM (from the RXEVM_EXIT= marker),
 #               or 124 on timeout, 125 if the marker never appeared.
-# The VM has NO network card (-nodefaults, no -nic): RDMA traffic stays inside it.
+# Without NETDEV the VM has NO network card (-nodefaults, no -nic): RDMA traffic stays
+# inside it.
 set -uo pipefail
 WORK=${WORK:-/var/tmp/pykv-rxevm}
 MEM=${MEM:-2G}; SMP=${SMP:-2}
@@ -74,15 +78,20 @@ if [ -n "$PROJ" ]; then
   [[ "$PROJ" =~ ^[A-Za-z0-9_./+-]+$ ]] && APPEND="$APPEND rxeproj=$PROJ"
 fi
 
+NIC=()
+if [ -n "${NETDEV:-}" ]; then
+  NIC=(-netdev "$NETDEV,id=n0" -device "virtio-net-pci,netdev=n0,mac=${MAC:-52:54:00:77:00:01}")
+fi
+
 [ ${#APPEND} -lt 2000 ] || { echo "command too long for the kernel command line; put it in a script under -p DIR" >&2; exit 2; }
-echo "[run-vm] accel=$ACCEL ${ACC[*]} kernel=${KERNEL##*/} initrd=${INITRD##*/} mem=$MEM smp=$SMP share=${PROJ:-none} cmd=$CMD" >&2
+echo "[run-vm] accel=$ACCEL ${ACC[*]} kernel=${KERNEL##*/} initrd=${INITRD##*/} mem=$MEM smp=$SMP share=${PROJ:-none} net=${NETDEV:-none} cmd=$CMD" >&2
 t0=$(date +%s%3N)
 timeout "$TMO" qemu-system-x86_64 "${ACC[@]}" -m "$MEM" -smp "$SMP" \
   -nodefaults -no-user-config -display none -no-reboot -monitor none \
   -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
   -drive "file=$WORK/rootfs.ext4,if=virtio,format=raw,snapshot=on" \
   -device virtio-rng-pci \
-  "${SHARE[@]}" \
+  "${SHARE[@]}" "${NIC[@]}" \
   -serial stdio < /dev/null 2>&1 | tee "$LOG"
 qrc=${PIPESTATUS[0]}
 t1=$(date +%s%3N)
