@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pykv.commands.latency import latencystats_fields
 from pykv.commands.registry import command
 from pykv.protocol import Verbatim
 
@@ -437,8 +438,7 @@ def _errorstats(server: Any) -> Fields:
 
 
 def _latencystats(server: Any) -> Fields:
-    # pykv does not keep per-call latency histograms (yet): the section is empty
-    return []
+    return latencystats_fields(server)
 
 
 def _cluster(server: Any) -> Fields:

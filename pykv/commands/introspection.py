@@ -188,13 +188,14 @@ def command_info_cmd(c, argv):
         return [command_info(cmd) for cmd in all_commands(table)]
     out = []
     for name in argv[2:]:
-        cmd = _lookup_full(table, name)
+        cmd = lookup_full(table, name)
         out.append(command_info(cmd) if cmd is not None else None)
     return out
 
 
-def _lookup_full(table: Any, name: bytes) -> Command | None:
-    """``get`` or ``config|get`` (COMMAND INFO/DOCS accept container|sub names)."""
+def lookup_full(table: Any, name: bytes) -> Command | None:
+    """``get`` or ``config|get`` (COMMAND INFO/DOCS and LATENCY HISTOGRAM accept
+    container|sub names), as Redis's lookup by full name: None when unknown."""
     parent, sep, sub = name.lower().partition(b"|")
     cmd = _lookup(table, parent)
     if cmd is None or not sep:
@@ -209,7 +210,7 @@ def command_docs_cmd(c, argv):
         return {cmd.fullname.encode(): command_docs(cmd) for cmd in all_commands(table)}
     out = {}
     for name in argv[2:]:
-        cmd = _lookup_full(table, name)
+        cmd = lookup_full(table, name)
         if cmd is not None:
             out[cmd.fullname.encode()] = command_docs(cmd)
     return out

@@ -372,7 +372,8 @@ def _parse_percentiles(entry: ConfigEntry, args: list[str], current: Any) -> lis
     return values
 
 
-def _format_percentile(value: float) -> str:
+def format_percentile(value: float) -> str:
+    """A percentile as Redis prints it: ``%f`` without trailing zeros (99.9, 50, 12.5)."""
     text = f"{value:f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
@@ -380,7 +381,7 @@ def _format_percentile(value: float) -> str:
 
 
 def _format_percentiles(entry: ConfigEntry, value: Any) -> str:
-    return " ".join(_format_percentile(v) for v in value)
+    return " ".join(format_percentile(v) for v in value)
 
 
 def _rewrite_percentiles(entry: ConfigEntry, name: str, value: Any) -> Rewrite:

@@ -4,8 +4,9 @@
 Three extension base classes hold the fields the hot path reads for every command as C
 struct members, so reading them costs a pointer load instead of a Python attribute lookup:
 
-* ``CommandCore`` — a command's handler, arity, the flags the dispatcher checks, and its
-  ``INFO commandstats`` counters (``pykv.commands.registry.Command`` adds the metadata);
+* ``CommandCore`` — a command's handler, arity, the flags the dispatcher checks, its
+  ``INFO commandstats`` counters and its latency histogram (``LATENCY HISTOGRAM``, ``INFO
+  latencystats``; ``pykv.commands.registry.Command`` adds the metadata);
 * ``ServerCore`` — the server state every command touches (``pykv.server.server.Server``
   adds everything else);
 * ``ClientCore`` — a connection's protocol state, plus the dispatcher itself:
@@ -18,6 +19,8 @@ the Python subclasses may add any attributes of their own.
 """
 import logging
 import time
+
+from libc.stdlib cimport calloc, free
 
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
@@ -50,6 +53,51 @@ REPLY_ON, REPLY_OFF, REPLY_SKIP_NEXT, REPLY_SKIP = 0, 1, 2, 3
 MULTI_IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 
 
+# -- per-command latency histogram ---------------------------------------------------------
+# Redis records each call's duration, in whole microseconds times 1000, into an HDR histogram
+# of nanoseconds (range 1 ns .. 1 s, two significant digits): below 256 ns every value has
+# its own counter, and each power of two [2^k, 2^(k+1)) above is split into 128 equal
+# sub-ranges of 2^(k-7) ns. Its values are therefore 1 ns (a call under 1 µs) or multiples
+# of 1000 ns between 1000 and 10^9, i.e. powers of two 2^9 .. 2^29. pykv keeps exactly the
+# counters such values can reach: one for "under 1 µs", then one row of 128 counters per
+# power of two, allocated the first time a duration lands in it (a fast command touches one
+# to three rows, 1 KB each). The counters are Redis's to the unit, so LATENCY HISTOGRAM and
+# the INFO percentiles computed from them (pykv.commands.latency) are Redis's numbers.
+cdef enum:
+    LAT_MIN_POW = 9  # 1000 ns, the smallest non-zero value, is in [2^9, 2^10)
+    LAT_ROWS = 21  # powers 2^9 .. 2^29 (10^9 ns, the clamp, is below 2^30)
+    LAT_SUB_BITS = 7  # 128 counters per power of two
+    LAT_MAX_USEC = 1000000
+
+cdef extern from *:
+    """
+    static inline int pykv_msb64(unsigned long long v) { return 63 - __builtin_clzll(v); }
+    """
+    int pykv_msb64(unsigned long long v) nogil
+
+
+cdef inline void _lat_record(CommandCore cmd, long long usec) noexcept:
+    """Count one call of ``usec`` microseconds (a few dozen instructions, no allocation
+    unless the duration's power of two is new for this command)."""
+    cdef unsigned long long v
+    cdef unsigned long long *row
+    cdef int msb
+    cmd.lat_samples += 1
+    if usec <= 0:
+        cmd.lat_under_1us += 1
+        return
+    v = (<unsigned long long>(usec if usec < LAT_MAX_USEC else LAT_MAX_USEC)) * 1000
+    msb = pykv_msb64(v)
+    row = cmd.lat_rows[msb - LAT_MIN_POW]
+    if row == NULL:
+        row = <unsigned long long *>calloc(1 << LAT_SUB_BITS, sizeof(unsigned long long))
+        if row == NULL:  # out of memory: the sample is lost, the server goes on
+            cmd.lat_samples -= 1
+            return
+        cmd.lat_rows[msb - LAT_MIN_POW] = row
+    row[(v >> (msb - LAT_SUB_BITS)) - (1 << LAT_SUB_BITS)] += 1
+
+
 cdef class CommandCore:
     """What the dispatcher needs of a command, as C fields."""
 
@@ -60,11 +108,52 @@ cdef class CommandCore:
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
     cdef public bint no_propagate, multi_immediate, is_write, loading_ok
+    # the latency histogram (see above): samples recorded, of which under 1 µs, and the rows
+    cdef readonly long long lat_samples, lat_under_1us
+    cdef unsigned long long *lat_rows[LAT_ROWS]
+
+    def __dealloc__(self):
+        self._lat_free()
+
+    cdef void _lat_free(self) noexcept:
+        cdef int i
+        for i in range(LAT_ROWS):
+            free(self.lat_rows[i])
+            self.lat_rows[i] = NULL
+        self.lat_samples = self.lat_under_1us = 0
 
     def reset_stats(self):
         self.calls = self.usec = self.rejected_calls = self.failed_calls = 0
-        for sub in self.subcommands.values():
-            sub.reset_stats()
+        self._lat_free()
+        if self.subcommands:
+            for sub in self.subcommands.values():
+                sub.reset_stats()
+
+    def record_latency(self, long long usec) -> None:
+        """Add one sample to the latency histogram (what ``call`` does in C while
+        ``latency-tracking`` is on)."""
+        _lat_record(self, usec)
+
+    def latency_counts(self) -> list:
+        """The histogram's non-empty counters, lowest values first: ``(lowest, highest,
+        count)`` with the counter's value range in nanoseconds, as Redis's HDR histogram
+        has it (a call under 1 µs is the value 1 ns)."""
+        cdef list out = []
+        cdef unsigned long long *row
+        cdef unsigned long long low, width
+        cdef int r, i
+        if self.lat_under_1us:
+            out.append((1, 1, self.lat_under_1us))
+        for r in range(LAT_ROWS):
+            row = self.lat_rows[r]
+            if row == NULL:
+                continue
+            width = 1ULL << (r + LAT_MIN_POW - LAT_SUB_BITS)
+            for i in range(1 << LAT_SUB_BITS):
+                if row[i]:
+                    low = ((1ULL << LAT_SUB_BITS) + i) * width
+                    out.append((low, low + width - 1, row[i]))
+        return out
 
 
 cdef class ServerCore:
@@ -79,6 +168,7 @@ cdef class ServerCore:
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
     cdef public long long stat_net_input_bytes, stat_net_output_bytes
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
+    cdef public bint latency_tracking  # the latency-tracking config: call records histograms
     cdef public bint pause_active
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
@@ -269,7 +359,7 @@ cdef class ClientCore:
         cdef ServerCore server = self.server
         cdef long long dirty = server.dirty
         cdef int db_id = self.db_index
-        cdef long long start, elapsed
+        cdef long long start, elapsed, usec
         tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
         if tracking is not None:
             tracking.enter(self)
@@ -289,15 +379,23 @@ cdef class ClientCore:
                 self.propagate_effects(db_id, argv)
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
-        cmd.calls += 1
-        cmd.usec += elapsed // 1000
-        server.stat_numcommands += 1
+        usec = elapsed // 1000
+        if not self.replaying:  # commands replayed from the AOF: no statistics, as Redis
+            cmd.calls += 1
+            cmd.usec += usec
+            server.stat_numcommands += 1
+            if self.blocked is None:
+                if server.latency_tracking:
+                    _lat_record(cmd, usec)
+            else:  # as Redis 7.0: the histogram has it if it is served, this time included
+                self.blocked.call_usec = usec
         self.last_cmd = cmd
         if type(reply) is _ErrorReply:
             cmd.failed_calls += 1
             server.count_error(reply)
-        if elapsed >= server.slowlog_threshold_ns and not cmd.skip_slowlog:
-            server.slowlog_push(self, argv, elapsed // 1000)
+        if elapsed >= server.slowlog_threshold_ns and not cmd.skip_slowlog \
+                and not self.replaying:
+            server.slowlog_push(self, argv, usec)
         if reply is not _NO_REPLY:
             if self.reply_mode == 0:
                 write_reply(self.out, reply, self.resp)

@@ -93,6 +93,9 @@ class Server(ServerCore):
         self._on_slowlog_threshold(None)
         self.config.on_change("slowlog-log-slower-than", self._on_slowlog_threshold)
         self.config.on_change("latency-monitor-threshold", self._on_slowlog_threshold)
+        # per-command latency histograms (LATENCY HISTOGRAM): call records while this is on
+        self.latency_tracking = self.config.latency_tracking
+        self.config.on_change("latency-tracking", self._on_latency_tracking)
         # RESET: families holding per-client state (tracking, ...) drop it here
         self.client_reset_hooks: list[Callable[[Client], None]] = []
         # client-side caching: the active pykv.server.tracking.Tracking while any client
@@ -384,6 +387,9 @@ class Server(ServerCore):
         latency_ms = self.config.latency_monitor_threshold
         self.slowlog_threshold_ns = min(self.slowlog_log_ns,
                                         latency_ms * 1_000_000 if latency_ms else 1 << 62)
+
+    def _on_latency_tracking(self, value: bool) -> None:
+        self.latency_tracking = value
 
     def slowlog_push(self, client: Client, argv: list[bytes], usec: int) -> None:
         latency_ms = self.config.latency_monitor_threshold

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from support.inproc import run
 
 from pykv.protocol import encode_reply
 from pykv.server.client import Client
@@ -44,13 +45,6 @@ def server():
 @pytest.fixture
 def client(server):
     return Client(server, None, 1)
-
-
-def run(client: Client, *args) -> bytes:
-    """Execute one command; return its RESP2 reply bytes."""
-    client.out.clear()
-    client.execute([a if isinstance(a, bytes) else str(a).encode() for a in args])
-    return bytes(client.out)
 
 
 # -- lazy expiry and TTL ------------------------------------------------------------------
