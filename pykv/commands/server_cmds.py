@@ -1,4 +1,4 @@
-"""Server commands: DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, LASTSAVE, SHUTDOWN, LOLWUT.
+"""Server commands: DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, LASTSAVE, ROLE, SHUTDOWN, LOLWUT.
 
 These act on the server as a whole (all databases, the process). Saving around FLUSHALL
 and SHUTDOWN goes through the persistence layer (``server.persistence``,
@@ -98,6 +98,13 @@ def time_(c, argv):
 @command("lastsave")
 def lastsave(c, argv):
     return c.server.lastsave
+
+
+@command("role")
+def role(c, argv):
+    """pykv has no replication: always what a standalone Redis master answers (no
+    replicas, replication offset 0)."""
+    return [b"master", 0, []]
 
 
 _SHUTDOWN_FLAGS = (b"nosave", b"save", b"now", b"force", b"abort")

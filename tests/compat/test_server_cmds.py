@@ -103,6 +103,12 @@ def test_swapdb_dirties_watch(diff):
     diff("EXEC")
 
 
+def test_role_as_a_standalone_master(diff, diff3):
+    for d in (diff, diff3):
+        d("ROLE")
+        d("ROLE", "extra")
+
+
 def test_time_lastsave(raw):
     reply = raw.call("TIME")
     m = re.fullmatch(rb"\*2\r\n\$\d+\r\n(\d+)\r\n\$\d+\r\n(\d+)\r\n", reply)
