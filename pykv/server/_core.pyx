@@ -387,14 +387,16 @@ cdef class ClientCore:
             if self.blocked is None:
                 if server.latency_tracking:
                     _lat_record(cmd, usec)
-            else:  # as Redis 7.0: the histogram has it if it is served, this time included
+            else:  # as Redis 7.0: the histogram and the slowlog have it if it is served,
+                # this time included
                 self.blocked.call_usec = usec
+                self.blocked.argv = argv
         self.last_cmd = cmd
         if type(reply) is _ErrorReply:
             cmd.failed_calls += 1
             server.count_error(reply)
         if elapsed >= server.slowlog_threshold_ns and not cmd.skip_slowlog \
-                and not self.replaying:
+                and not self.replaying and self.blocked is None:
             server.slowlog_push(self, argv, usec)
         if reply is not _NO_REPLY:
             if self.reply_mode == 0:

@@ -98,7 +98,7 @@ class BlockedState:
     """What a parked client waits for (``client.blocked`` while it is blocked)."""
 
     __slots__ = ("client", "db", "keys", "serve", "timeout_reply", "timer", "deadline",
-                 "call_usec")
+                 "call_usec", "argv")
 
     def __init__(self, client: Client, db: Database, keys: list[bytes], serve: Serve,
                  timeout_reply: Any, deadline: int) -> None:
@@ -109,8 +109,10 @@ class BlockedState:
         self.timeout_reply = timeout_reply
         self.deadline = deadline
         self.timer: Any = None
-        # the blocking call's own duration (the dispatcher sets it once the handler returns)
+        # the blocking call's own duration and command line (the dispatcher sets them once
+        # the handler returns)
         self.call_usec = 0
+        self.argv: list[bytes] = []
 
 
 class Blocking:
@@ -286,8 +288,9 @@ class Blocking:
     def _account_served(self, client: Client, state: BlockedState, serve_ns: int) -> None:
         """Redis 7.0's statistics for a served blocked command: its calls were counted when
         it blocked; now the time of the blocking call plus the time to serve it is added to
-        its usec and, with latency-tracking on, recorded in its latency histogram (a
-        command that times out or is unblocked gets neither)."""
+        its usec and, with latency-tracking on, recorded in its latency histogram, and it
+        goes to the slowlog with that time (a command that times out or is unblocked gets
+        none of these)."""
         cmd = client.last_cmd
         if cmd is None:
             return
@@ -295,6 +298,8 @@ class Blocking:
         cmd.usec += usec
         if self.server.latency_tracking:
             cmd.record_latency(usec)
+        if usec * 1000 >= self.server.slowlog_threshold_ns and not cmd.skip_slowlog:
+            self.server.slowlog_push(client, state.argv, usec)
 
 
 def block_for_keys(client: Client, keys: list[bytes], deadline_ms: int, serve: Serve,

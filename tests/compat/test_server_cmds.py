@@ -153,6 +153,36 @@ def test_slowlog(diff):
         c.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
 
 
+def _slowlog_commands(client: RawClient) -> list[bytes]:
+    """The command names in SLOWLOG GET -1 (newest first), lower-cased."""
+    entries = client.call("SLOWLOG", "GET", "-1")
+    return [n.lower() for n in re.findall(rb"\r\n\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n", entries)]
+
+
+def test_slowlog_blocked_commands(real_redis, pykv_proc, diff):
+    """As Redis 7.0: a blocking command is logged when it is served (with its arguments),
+    not when it blocks, and not at all when it times out."""
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+        c.call("SLOWLOG", "RESET")
+    diff("BLPOP", "nokey", "0.05")                      # times out
+    for c, port in ((diff.real, real_redis.port), (diff.ours, pykv_proc.port)):
+        c.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n5\r\n")
+        time.sleep(0.1)
+        other = RawClient(port=port)
+        assert other.call("LPUSH", "q", "x") == b":1\r\n"
+        other.close()
+        assert c.read_reply() == b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n"
+    real, ours = _slowlog_commands(diff.real), _slowlog_commands(diff.ours)
+    # newest first; the served BLPOP was logged after the LPUSH that served it
+    assert ours == real, (real, ours)
+    assert ours.count(b"blpop") == 1 and ours.index(b"blpop") < ours.index(b"lpush")
+    entry = diff.ours.call("SLOWLOG", "GET", "-1")
+    assert b"$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n5\r\n" in entry
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+
+
 def test_latency_monitor(diff):
     for c in (diff.real, diff.ours):
         c.call("LATENCY", "RESET")
