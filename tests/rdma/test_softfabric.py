@@ -405,11 +405,23 @@ def _post_writes(qa, src, dst, sizes, start=0):
     return expect
 
 
-def test_ring_wraps_around():
+@pytest.fixture
+def ring64k():
+    """QPs linked by 64 KiB rings, a 1 MiB source MR on qa, a 1 MiB remote-writable target
+    and a control MR for receives on qb: (qa, qb, src, dst, ctrl)."""
     qa, qb = ring_pair(1 << 16)
-    src = qa.reg_mr(1 << 20, False)
-    dst = qb.reg_mr(1 << 20, True)
-    ctrl = qb.reg_mr(64, False)
+    yield qa, qb, qa.reg_mr(1 << 20, False), qb.reg_mr(1 << 20, True), qb.reg_mr(64, False)
+    for q in (qa, qb):
+        q.close()
+
+
+def _assert_placed(dst, expect) -> None:
+    for off, data in expect:
+        assert dst.read(off, len(data)) == data
+
+
+def test_ring_wraps_around(ring64k):
+    qa, qb, src, dst, ctrl = ring64k
     n, sent = 20000, 0
     for round_ in range(8):               # 8 x 2 x 20000 B through a 64 KiB ring
         for i in range(2):
@@ -420,19 +432,13 @@ def test_ring_wraps_around():
         wcs = qb.poll(8)
         assert [(w.status, w.imm, w.byte_len) for w in wcs] == \
             [(v.WC_SUCCESS, 2 * round_, n), (v.WC_SUCCESS, 2 * round_ + 1, n + 1)]
-        for off, data in expect:
-            assert dst.read(off, len(data)) == data
+        _assert_placed(dst, expect)
     assert qa.stats_ring == 16 and qa.stats_ring_full == 0 and sent > 4 * (1 << 16)
     assert qa.ring_pending == 0
-    for q in (qa, qb):
-        q.close()
 
 
-def test_ring_full_falls_back_to_the_socket_in_order():
-    qa, qb = ring_pair(1 << 16)
-    src = qa.reg_mr(1 << 20, False)
-    dst = qb.reg_mr(1 << 20, True)
-    ctrl = qb.reg_mr(64, False)
+def test_ring_full_falls_back_to_the_socket_in_order(ring64k):
+    qa, qb, src, dst, ctrl = ring64k
     # nothing is consumed before all are posted: 3 fit in the ring, the rest take the socket
     # (and one more fits again once the ring has room: the order still holds)
     sizes = [20000, 20000, 20000, 20000, 9000, 30000]
@@ -443,23 +449,17 @@ def test_ring_full_falls_back_to_the_socket_in_order():
         qb.post_recv(i, ctrl, 0, 32)
     settle(qa, qb)
     assert [(w.status, w.imm) for w in qb.poll(16)] == [(v.WC_SUCCESS, i) for i in range(6)]
-    for off, data in expect:
-        assert dst.read(off, len(data)) == data
+    _assert_placed(dst, expect)
     assert qa.ring_pending == 0
     # the ring is in use again afterwards
     qb.post_recv(9, ctrl, 0, 32)
     _post_writes(qa, src, dst, [40000], start=9)
     settle(qa, qb)
     assert [w.imm for w in qb.poll(4)] == [9] and qa.stats_ring == 4
-    for q in (qa, qb):
-        q.close()
 
 
-def test_rnr_stall_keeps_ring_payloads_until_a_receive_is_posted():
-    qa, qb = ring_pair(1 << 16)
-    src = qa.reg_mr(1 << 20, False)
-    dst = qb.reg_mr(1 << 20, True)
-    ctrl = qb.reg_mr(64, False)
+def test_rnr_stall_keeps_ring_payloads_until_a_receive_is_posted(ring64k):
+    qa, qb, src, dst, ctrl = ring64k
     expect = _post_writes(qa, src, dst, [20000, 20000])
     settle(qa, qb)
     assert qb.poll(4) == [] and qb.stats_rnr >= 1 and qa.ring_pending == 40000
@@ -470,10 +470,7 @@ def test_rnr_stall_keeps_ring_payloads_until_a_receive_is_posted():
     qb.post_recv(1, ctrl, 0, 32)
     settle(qa, qb)
     assert [w.imm for w in qb.poll(4)] == [1] and qa.ring_pending == 0
-    for off, data in expect:
-        assert dst.read(off, len(data)) == data
-    for q in (qa, qb):
-        q.close()
+    _assert_placed(dst, expect)
 
 
 @pytest.mark.parametrize("case", ["rkey", "bounds", "access"])
