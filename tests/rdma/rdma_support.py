@@ -6,6 +6,28 @@ import os
 from pykv.testing import Server
 
 
+def resp(*args: bytes | str | int) -> bytes:
+    """A command as a RESP array of bulk strings."""
+    parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+def exchange(sock, payload: bytes, replies: int) -> bytes:
+    """Send ``payload`` on ``sock`` (a socket or an RdmaSocket) and read until ``replies``
+    complete replies arrived; the raw bytes."""
+    import hiredis
+    sock.sendall(payload)
+    reader, raw, n = hiredis.Reader(), bytearray(), 0
+    while n < replies:
+        chunk = sock.recv(1 << 20)
+        assert chunk, f"connection closed ({type(sock).__name__})"
+        raw += chunk
+        reader.feed(chunk)
+        while reader.gets() is not False:
+            n += 1
+    return bytes(raw)
+
+
 class RdmaServer(Server):
     """A pykv subprocess listening on TCP and RDMA (soft fabric) on the same port."""
 

@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 from rawpeer import RawPeer
-from rdma_support import RdmaServer
+from rdma_support import RdmaServer, exchange, resp
 
 from pykv.rdma import messages as m
 from pykv.rdma import verbs as v
@@ -23,38 +23,13 @@ from pykv.rdma.client import RdmaError, RdmaSocket
 from pykv.rdma.redis_py import RdmaConnection
 
 
-def resp(*args) -> bytes:
-    parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
-
-
 def tcp_call(port: int, payload: bytes, expect_replies: int) -> bytes:
-    import hiredis
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(payload)
-        reader, raw, n = hiredis.Reader(), bytearray(), 0
-        while n < expect_replies:
-            chunk = s.recv(1 << 20)
-            assert chunk, "TCP connection closed"
-            raw += chunk
-            reader.feed(chunk)
-            while reader.gets() is not False:
-                n += 1
-        return bytes(raw)
+        return exchange(s, payload, expect_replies)
 
 
 def rdma_call(sock: RdmaSocket, payload: bytes, expect_replies: int) -> bytes:
-    import hiredis
-    sock.sendall(payload)
-    reader, raw, n = hiredis.Reader(), bytearray(), 0
-    while n < expect_replies:
-        chunk = sock.recv(1 << 20)
-        assert chunk, "RDMA connection closed"
-        raw += chunk
-        reader.feed(chunk)
-        while reader.gets() is not False:
-            n += 1
-    return bytes(raw)
+    return exchange(sock, payload, expect_replies)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import os
 import subprocess
 
 import pytest
+from rdma_support import exchange, resp
 
 from pykv.rdma.client import RdmaSocket
 
@@ -37,40 +38,20 @@ valkey = pytest.mark.skipif(
     reason=f"no RDMA device, or no valkey-cli/valkey-benchmark with RDMA in {BIN}")
 
 
-def resp(*args: bytes | str | int) -> bytes:
-    parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
-
-
 def rdma() -> RdmaSocket:
     # pyverbs unless PYKV_RDMA_BACKEND says otherwise (soft: a dry run on one host)
     return RdmaSocket(HOST, RDMA_PORT, timeout=120, connect_timeout=60)
 
 
-def exchange(send, recv, payload: bytes, replies: int) -> bytes:
-    """Send ``payload``, read until ``replies`` complete replies arrived; the raw bytes."""
-    import hiredis
-    send(payload)
-    reader, raw, n = hiredis.Reader(), bytearray(), 0
-    while n < replies:
-        chunk = recv(1 << 20)
-        assert chunk, "connection closed"
-        raw += chunk
-        reader.feed(chunk)
-        while reader.gets() is not False:
-            n += 1
-    return bytes(raw)
-
-
 def over_tcp(payload: bytes, replies: int) -> bytes:
     import socket
     with socket.create_connection((HOST, TCP_PORT), timeout=120) as s:
-        return exchange(s.sendall, s.recv, payload, replies)
+        return exchange(s, payload, replies)
 
 
 def over_rdma(payload: bytes, replies: int) -> bytes:
     with rdma() as s:
-        return exchange(s.sendall, s.recv, payload, replies)
+        return exchange(s, payload, replies)
 
 
 SEQUENCE = [("SELECT", 3), ("FLUSHDB",), ("PING",), ("SET", "k", "v"), ("GET", "k"),

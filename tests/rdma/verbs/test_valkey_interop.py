@@ -18,6 +18,7 @@ import subprocess
 import time
 
 import pytest
+from rdma_support import resp
 
 from pykv.testing import Server
 from pykv.testing.server import free_port
@@ -450,12 +451,6 @@ def test_listener_moved_and_shutdown_with_clients_connected(tmp_path):
 
 
 # -- valkey-cli's other modes: --pipe, --stat, --bigkeys/--memkeys, --scan ------------------
-
-def resp(*args: bytes | str) -> bytes:
-    """One command in RESP, as --pipe wants it."""
-    parts = [a.encode() if isinstance(a, str) else a for a in args]
-    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
-
 
 def pipe(port: int, payload: bytes) -> bytes:
     """``valkey-cli --pipe`` over TCP (loads test data; over RDMA it cannot run, see below)."""
