@@ -130,3 +130,10 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
+
+
+# -- the Lua redis.* API (raised into scripts; Redis adds "ERR " and the script position) ----
+LUA_SETRESP_ARGC = "redis.setresp() requires one argument."
+LUA_SETRESP_VERSION = "RESP version must be 2 or 3."
+LUA_SHA1HEX_ARGC = "wrong number of arguments"
+LUA_ACL_CHECK_UNKNOWN = "Invalid command passed to redis.acl_check_cmd()"

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
 
+from pykv import errors
 from pykv.net.busy import BusyPoller
 from pykv.protocol import ErrorReply, RawReply, write_reply
-from pykv.scripting.libs import LibError, library_tables
+from pykv.scripting.libs import LibError, Libraries
 from pykv.scripting.prelude import PRELUDE
+from pykv.scripting.redis_api import command_arg, lua_tonumber, sha1hex
 from pykv.server.client import NO_REPLY, Client
 
 if TYPE_CHECKING:
@@ -38,8 +40,9 @@ BUSY_FUNCTION = ErrorReply(
     b"BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN "
     b"NOSAVE.")
 
-# reply tags of Engine._lua_call (see redis_call_impl in the prelude)
-TAG_VALUE, TAG_RESP, TAG_ERROR = 0, 1, 2
+# reply tags of Engine._lua_call; TAG_ARG_ERROR is redis.call's own argument check (its
+# error table has no ignore_error_stats_update field)
+TAG_VALUE, TAG_RESP, TAG_ERROR, TAG_ARG_ERROR = 0, 1, 2, 3
 
 _ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
 _ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
@@ -99,6 +102,10 @@ class RunContext:
 class CommandError(Exception):
     """redis.call's failure: the command's error text, reported as it is."""
 
+    def __init__(self, text: str, arg_error: bool = False) -> None:
+        super().__init__(text)
+        self.arg_error = arg_error
+
 
 class ApiError(Exception):
     """A redis.* API misuse (setresp(4)…): reported as ``ERR <text>``."""
@@ -111,7 +118,8 @@ class _Host:
         self.call_raise = engine._lua_call_raise
         self.call_protected = engine._lua_call_protected
         self.log = engine._lua_log
-        self.sha1hex = lambda data: hashlib.sha1(data).hexdigest().encode()
+        self.sha1hex = _lua_sha1hex
+        self.acl_check_cmd = engine._lua_acl_check_cmd
         self.setresp = engine._lua_setresp
         self.set_repl = engine._lua_set_repl
         self.hook = engine._lua_hook
@@ -121,16 +129,25 @@ class _Host:
         major, minor, patch = (int(x) for x in version.split("."))
         self.version_num = (major << 16) | (minor << 8) | patch
         self.null = lua.eval("newproxy()")
-        for name, funcs in library_tables(lua, self.null).items():
+        self.libraries = Libraries(lua, self.null)
+        for name, funcs in self.libraries.tables.items():
             setattr(self, name, lua.table_from(funcs))
 
 
+def _lua_sha1hex(*args: Any) -> bytes:
+    digest = sha1hex(args)
+    if digest is None:
+        raise ApiError(errors.LUA_SHA1HEX_ARGC)
+    return digest
+
+
 def _classify(err: Any) -> tuple[int, bytes]:
-    """(kind, text) of an exception raised into Lua: 0 as is, 1 ERR text, 2 positioned."""
+    """(kind, text) of an exception raised into Lua: 0 a command's error, 3 redis.call's
+    argument error (both as they are), 1 ERR text, 2 a library's positioned message."""
     text = str(err.args[0] if getattr(err, "args", None) else err)
     data = text.encode("utf-8", "surrogateescape")
     if isinstance(err, CommandError):
-        return 0, data
+        return (3 if err.arg_error else 0), data
     if isinstance(err, LibError):
         return 2, data
     return 1, data
@@ -143,7 +160,9 @@ class Engine:
         self.server = server
         self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
                                     register_builtins=False, unpack_returned_tuples=True)
-        self.api = self.lua.execute(PRELUDE, _Host(self, self.lua))
+        host = _Host(self, self.lua)
+        self.libraries = host.libraries
+        self.api = self.lua.execute(PRELUDE, host)
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
         self._api_run_callback = self.api.run_callback
@@ -174,6 +193,7 @@ class Engine:
 
     def flush_scripts(self) -> None:
         self.scripts.clear()
+        self.libraries.reset()
         self.lua.execute("collectgarbage()")
 
     # -- running ---------------------------------------------------------------------
@@ -238,7 +258,7 @@ class Engine:
     def _lua_call(self, args: tuple) -> tuple[int, Any]:
         argv = self._argv(args)
         if type(argv) is not list:
-            return TAG_ERROR, argv
+            return TAG_ARG_ERROR, argv
         return self._execute(self.ctx, argv)
 
     @staticmethod
@@ -251,10 +271,11 @@ class Engine:
             t = type(a)
             if t is bytes:
                 argv.append(a)
-            elif t is int or t is float:
-                argv.append(b"%.14g" % a)
             else:
-                return _ERR_ARGS
+                a = command_arg(a)
+                if a is None:
+                    return _ERR_ARGS
+                argv.append(a)
         return argv
 
     def _lua_call_raise(self, *args: Any) -> Any:
@@ -263,7 +284,7 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
-        raise CommandError(value.decode("utf-8", "surrogateescape"))
+        raise CommandError(value.decode("utf-8", "surrogateescape"), tag == TAG_ARG_ERROR)
 
     def _lua_call_protected(self, *args: Any) -> Any:
         tag, value = self._lua_call(args)
@@ -271,7 +292,22 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
-        return self.lua.table_from({b"err": value})
+        if tag == TAG_ARG_ERROR:
+            return self.lua.table_from({b"err": value})
+        return self.lua.table_from({b"err": value, b"ignore_error_stats_update": True})
+
+    def _lua_acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd: whether the caller may run the command (pykv has no ACL
+        rules beyond the default user, so every known command is allowed)."""
+        argv = self._argv(args)
+        if type(argv) is not list:
+            raise CommandError(argv.decode(), True)
+        cmd = self.server.commands.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands and len(argv) >= 2:
+            cmd = cmd.subcommands.get(argv[1].lower())
+        if cmd is None:
+            raise ApiError(errors.LUA_ACL_CHECK_UNKNOWN)
+        return True
 
     def _lua_log(self, *args: Any) -> None:
         if len(args) < 2:
@@ -285,11 +321,15 @@ class Engine:
                 b" ".join(parts).decode("utf-8", "replace"))
 
     def _lua_setresp(self, *args: Any) -> None:
-        if len(args) != 1 or type(args[0]) not in (int, float) or args[0] not in (2, 3):
-            raise ApiError("RESP version must be 2 or 3.")
+        if len(args) != 1:
+            raise ApiError(errors.LUA_SETRESP_ARGC)
+        n = lua_tonumber(args[0])
+        resp = int(n) if n == n and abs(n) < 1 << 31 else 0  # C's (int) cast
+        if resp not in (2, 3):
+            raise ApiError(errors.LUA_SETRESP_VERSION)
         if self.ctx is not None:
-            self.ctx.lua_resp = int(args[0])
-        self.api.set_resp(int(args[0]))
+            self.ctx.lua_resp = resp
+        self.api.set_resp(resp)
 
     def _lua_set_repl(self, *args: Any) -> None:
         if len(args) != 1 or type(args[0]) not in (int, float) or not 0 <= args[0] <= 3:

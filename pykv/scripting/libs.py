@@ -3,69 +3,51 @@
 
 lupa's Lua 5.1 ships none of them. Each function here receives Lua values (bytes, numbers,
 ``LuaTable``) and returns Python values lupa hands back to Lua; a failure raises
-``LibError``, which reaches the script as a Lua error; the prelude's error handler reports
-it with the ``user_script:N:`` position, as Redis reports its C libraries' errors.
-Behaviour follows Redis's bundled versions for the common cases (lua-cjson 2.1 defaults,
-LuaBitOp 1.0, lua-struct, lua-cmsgpack).
+``LibError``, which ``guarded`` positions as ``luaL_error`` would (``user_script:N: ``) before
+it reaches the script as a Lua error. ``bit`` (LuaBitOp 1.0) and ``struct`` (lua-struct) are
+here; ``cjson`` and ``cmsgpack`` have their own modules. ``Libraries`` puts them together
+for one Lua state.
 """
 from __future__ import annotations
 
 import math
 import struct as pystruct
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from lupa import lua51
+from pykv.scripting.libbase import (
+    LibError,
+    arg_type,
+    number_arg,
+    opt_integer,
+    string_arg,
+    to_number,
+)
+from pykv.scripting.lua_cjson import CJson
+from pykv.scripting.lua_cmsgpack import CMsgpack
 
-_lua_type = lua51.lua_type
-
-
-class LibError(Exception):
-    pass
-
-
-def _number_key(k: Any) -> int | None:
-    if isinstance(k, bool):
-        return None
-    if isinstance(k, int) and k >= 1:
-        return k
-    if isinstance(k, float) and k >= 1 and k == int(k):
-        return int(k)
-    return None
+__all__ = ["LibError", "Libraries"]
 
 
-# -- bit (LuaBitOp) ---------------------------------------------------------------------------
-def _tobit(x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        if isinstance(x, bytes):
-            try:
-                x = float(x)
-            except ValueError:
-                raise LibError("bad argument #1 to '?' (number expected, got string)") from None
-        else:
-            raise LibError(f"bad argument #1 to '?' (number expected, got {_tname(x)})")
-    if isinstance(x, float):
-        if math.isnan(x) or math.isinf(x):
+
+# -- bit (LuaBitOp 1.0) ---------------------------------------------------------------------
+def _barg(args: tuple, i: int) -> int:
+    """LuaBitOp's barg: the number's low 32 bits after rounding (through the 2^52+2^51
+    bias: half to even); a non-number that converts to 0 is an error."""
+    v = args[i] if i < len(args) else None
+    if isinstance(v, bytes):
+        n = to_number(v)
+        v = 0 if n is None else n
+        if n is None:
+            raise LibError(f"number expected, got {arg_type(args, i)}", arg=i + 1)
+    elif isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise LibError(f"number expected, got {arg_type(args, i)}", arg=i + 1)
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
             return 0
-        x = round(x)  # LuaBitOp rounds through a 2^52+2^51 bias: half to even
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x & 0x80000000 else x
-
-
-def _tname(x: Any) -> str:
-    if x is None:
-        return "nil"
-    if isinstance(x, bool):
-        return "boolean"
-    if isinstance(x, bytes):
-        return "string"
-    if isinstance(x, (int, float)):
-        return "number"
-    return _lua_type(x) or "userdata"
-
-
-def _u32(x: Any) -> int:
-    return _tobit(x) & 0xFFFFFFFF
+        v = round(v)
+    return v & 0xFFFFFFFF
 
 
 def _s32(x: int) -> int:
@@ -73,33 +55,32 @@ def _s32(x: int) -> int:
     return x - (1 << 32) if x & 0x80000000 else x
 
 
-def _bit_tohex(x: Any, n: Any = 8) -> bytes:
-    v = _u32(x)
-    n = _tobit(n)
+def _bit_tohex(*args: Any) -> bytes:
+    v = _barg(args, 0)
+    n = _s32(_barg(args, 1)) if len(args) > 1 and args[1] is not None else 8
     upper = n < 0
     n = min(abs(n), 8)
-    text = f"{v:08x}"
-    text = text[-n:] if n else ""
+    text = f"{v:08x}"[8 - n:] if n else ""
     return (text.upper() if upper else text).encode()
 
 
 def _fold(op: Callable[[int, int], int]) -> Callable[..., int]:
     def f(*args: Any) -> int:
-        acc = _u32(args[0])
-        for a in args[1:]:
-            acc = op(acc, _u32(a))
+        acc = _barg(args, 0)
+        for i in range(1, len(args)):
+            acc = op(acc, _barg(args, i))
         return _s32(acc)
     return f
 
 
-def _shift(fn: Callable[[int, int], int]) -> Callable[[Any, Any], int]:
-    return lambda x, n: _s32(fn(_u32(x), _u32(n) & 31))
+def _shift(fn: Callable[[int, int], int]) -> Callable[..., int]:
+    return lambda *args: _s32(fn(_barg(args, 0), _barg(args, 1) & 31))
 
 
 BIT = {
-    "tobit": lambda x: _tobit(x),
+    "tobit": lambda *args: _s32(_barg(args, 0)),
     "tohex": _bit_tohex,
-    "bnot": lambda x: _s32(~_u32(x)),
+    "bnot": lambda *args: _s32(~_barg(args, 0)),
     "band": _fold(lambda a, b: a & b),
     "bor": _fold(lambda a, b: a | b),
     "bxor": _fold(lambda a, b: a ^ b),
@@ -108,549 +89,279 @@ BIT = {
     "arshift": _shift(lambda x, n: _s32(x) >> n),
     "rol": _shift(lambda x, n: (x << n) | (x >> (32 - n)) if n else x),
     "ror": _shift(lambda x, n: (x >> n) | (x << (32 - n)) if n else x),
-    "bswap": lambda x: _s32(int.from_bytes(_u32(x).to_bytes(4, "little"), "big")),
+    "bswap": lambda *args: _s32(int.from_bytes(_barg(args, 0).to_bytes(4, "little"), "big")),
 }
 
 
-# -- cjson ----------------------------------------------------------------------------------
-_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f",
-            0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
+# -- struct (lua-struct 0.2, as Redis bundles it) ---------------------------------------------
+_MAXINTSIZE = 32
+_MAXALIGN = 8  # max(offsetof(struct {char c; double d;}, d), sizeof(int)) on x86-64
+_FIXED_SIZES = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "f": 4, "d": 8, "x": 1}
+_INT_CODES = frozenset("bBhHlLTiI")
 
 
-def _json_string(s: bytes, out: bytearray) -> None:
-    out += b'"'
-    for ch in s:
-        esc = _ESCAPES.get(ch)
-        if esc is not None:
-            out += esc
-        elif ch < 0x20 or ch == 0x7F:
-            out += b"\\u%04x" % ch
-        else:
-            out.append(ch)
-    out += b'"'
+class _Format:
+    """A lua-struct format string read one option at a time (endianness, alignment)."""
 
-
-def _fmt_number(x: float) -> bytes:
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        raise LibError("Cannot serialise number: must not be NaN or Inf")
-    return (b"%.14g" % x)
-
-
-class CJson:
-    """cjson.encode/decode with lua-cjson's default settings."""
-
-    def __init__(self, lua: Any, null: Any) -> None:
-        self.lua = lua
-        self.null = null
-
-    def encode(self, value: Any) -> bytes:
-        out = bytearray()
-        self._encode(value, out, 0)
-        return bytes(out)
-
-    def _encode(self, v: Any, out: bytearray, depth: int) -> None:
-        if v is None or _lua_type(v) == "userdata":  # cjson.null
-            out += b"null"
-        elif v is True:
-            out += b"true"
-        elif v is False:
-            out += b"false"
-        elif isinstance(v, (int, float)):
-            out += _fmt_number(v)
-        elif isinstance(v, bytes):
-            _json_string(v, out)
-        elif _lua_type(v) == "table":
-            depth += 1
-            if depth > 1000:
-                raise LibError(f"Cannot serialise, excessive nesting ({depth})")
-            items = list(v.items())
-            max_index = 0
-            is_array = True
-            for k, _ in items:
-                n = _number_key(k)
-                if n is None:
-                    is_array = False
-                    break
-                max_index = max(max_index, n)
-            if is_array and items:
-                if max_index > len(items) * 2 and max_index > 10:
-                    raise LibError("Cannot serialise table: excessively sparse array")
-                out += b"["
-                for i in range(1, max_index + 1):
-                    if i > 1:
-                        out += b","
-                    self._encode(v[i], out, depth)
-                out += b"]"
-                return
-            out += b"{"
-            first = True
-            for k, item in items:
-                if not first:
-                    out += b","
-                first = False
-                if isinstance(k, bytes):
-                    _json_string(k, out)
-                elif isinstance(k, (int, float)) and not isinstance(k, bool):
-                    _json_string(_fmt_number(k), out)
-                else:
-                    raise LibError("Cannot serialise table: table key must be a number or "
-                                   "string")
-                out += b":"
-                self._encode(item, out, depth)
-            out += b"}"
-        else:
-            raise LibError(f"Cannot serialise {_lua_type(v) or 'userdata'}: type not supported")
-
-    def decode(self, text: Any) -> Any:
-        if not isinstance(text, bytes):
-            if isinstance(text, (int, float)):
-                text = b"%.14g" % text
-            else:
-                raise LibError("bad argument #1 to 'decode' (string expected, got "
-                               f"{_tname(text)})")
-        return _JsonDecoder(text, self).decode()
-
-
-class _JsonDecoder:
-    _TOKENS = {ord("{"): "T_OBJ_BEGIN", ord("}"): "T_OBJ_END", ord("["): "T_ARR_BEGIN",
-               ord("]"): "T_ARR_END", ord(":"): "T_COLON", ord(","): "T_COMMA"}
-
-    def __init__(self, text: bytes, owner: CJson) -> None:
-        self.s = text
+    def __init__(self, fmt: bytes) -> None:
+        self.text = fmt.decode("latin-1")
         self.i = 0
-        self.owner = owner
-        self.depth = 0
+        self.little = True  # native (x86-64)
+        self.align = 1
 
-    def _skip_ws(self) -> None:
-        s = self.s
-        while self.i < len(s) and s[self.i] in b" \t\r\n":
-            self.i += 1
-
-    def _token(self) -> tuple[str, Any, int]:
-        """(type, value, 1-based start position) of the next token."""
-        self._skip_ws()
-        s, i = self.s, self.i
-        if i >= len(s):
-            return "T_END", None, i + 1
-        ch = s[i]
-        name = self._TOKENS.get(ch)
-        if name:
-            self.i += 1
-            return name, None, i + 1
-        if ch == 0x22:
-            return "T_STRING", self._string(), i + 1
-        if ch in b"-0123456789":
-            j = i + 1
-            while j < len(s) and s[j] in b"0123456789+-.eE":
-                j += 1
-            try:
-                value = float(s[i:j])
-            except ValueError:
-                return "T_ERROR", "invalid number", i + 1
-            self.i = j
-            return "T_NUMBER", value, i + 1
-        for word, tok, value in ((b"true", "T_BOOLEAN", True), (b"false", "T_BOOLEAN", False),
-                                 (b"null", "T_NULL", None)):
-            if s.startswith(word, i):
-                self.i = i + len(word)
-                return tok, value, i + 1
-        return "T_ERROR", "invalid token", i + 1
-
-    def _string(self) -> bytes:
-        s = self.s
-        i = self.i + 1
-        out = bytearray()
-        while True:
-            if i >= len(s):
-                raise LibError(f"Expected value but found unexpected end of string at "
-                               f"character {i + 1}")
-            ch = s[i]
-            if ch == 0x22:
-                self.i = i + 1
-                return bytes(out)
-            if ch == 0x5C:
-                esc = s[i + 1:i + 2]
-                simple = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f",
-                          b"n": b"\n", b"r": b"\r", b"t": b"\t"}
-                if esc in simple:
-                    out += simple[esc]
-                    i += 2
-                    continue
-                if esc == b"u":
-                    try:
-                        code = int(s[i + 2:i + 6], 16)
-                    except ValueError:
-                        raise LibError(f"Expected value but found invalid unicode escape code "
-                                       f"at character {self.i + 1}") from None
-                    i += 6
-                    if 0xD800 <= code < 0xDC00 and s[i:i + 2] == b"\\u":
-                        low = int(s[i + 2:i + 6], 16)
-                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                        i += 6
-                    out += chr(code).encode("utf-8", "surrogatepass")
-                    continue
-                raise LibError(f"Expected value but found invalid escape code at character "
-                               f"{self.i + 1}")
-            out.append(ch)
+    def _num(self, default: int) -> int:
+        t, i = self.text, self.i
+        if i >= len(t) or not t[i].isdigit():
+            return default
+        a = 0
+        while i < len(t) and t[i].isdigit():
+            if a > 214748364 or a * 10 > 2147483647 - int(t[i]):
+                raise LibError("integral size overflow")
+            a = a * 10 + int(t[i])
             i += 1
+        self.i = i
+        return a
 
-    def decode(self) -> Any:
-        tok, value, pos = self._token()
-        result = self._value(tok, value, pos)
-        tok, _, pos = self._token()
-        if tok != "T_END":
-            raise LibError(f"Expected the end but found {tok} at character {pos}")
-        return result
+    def next(self) -> tuple[str, int] | None:
+        """(option, size) of the next option, or None at the end."""
+        if self.i >= len(self.text):
+            return None
+        opt = self.text[self.i]
+        self.i += 1
+        if opt in _FIXED_SIZES:
+            return opt, _FIXED_SIZES[opt]
+        if opt == "c":
+            return opt, self._num(1)
+        if opt in "iI":
+            size = self._num(4)
+            if size > _MAXINTSIZE:
+                raise LibError(f"integral size {size} is larger than limit of {_MAXINTSIZE}")
+            return opt, size
+        return opt, 0
 
-    def _describe(self, tok: str, value: Any) -> str:
-        return value if tok == "T_ERROR" else tok
+    def to_align(self, pos: int, opt: str, size: int) -> int:
+        if size == 0 or opt == "c":
+            return 0
+        size = min(size, self.align)
+        return (size - (pos & (size - 1))) & (size - 1)
 
-    def _value(self, tok: str, value: Any, pos: int) -> Any:
-        lua = self.owner.lua
-        if tok in ("T_STRING", "T_NUMBER", "T_BOOLEAN"):
-            if tok == "T_NUMBER" and value == int(value) and abs(value) < 2 ** 53:
-                return int(value)
-            return value
-        if tok == "T_NULL":
-            return self.owner.null
-        if tok == "T_OBJ_BEGIN":
-            self._nest(pos)
-            table = lua.table()
-            tok, value, pos = self._token()
-            if tok == "T_OBJ_END":
-                self.depth -= 1
-                return table
-            while True:
-                if tok != "T_STRING":
-                    raise LibError(f"Expected object key string but found "
-                                   f"{self._describe(tok, value)} at character {pos}")
-                key = value
-                tok, value, pos = self._token()
-                if tok != "T_COLON":
-                    raise LibError(f"Expected colon but found {self._describe(tok, value)} "
-                                   f"at character {pos}")
-                tok, value, pos = self._token()
-                table[key] = self._value(tok, value, pos)
-                tok, value, pos = self._token()
-                if tok == "T_OBJ_END":
-                    self.depth -= 1
-                    return table
-                if tok != "T_COMMA":
-                    raise LibError(f"Expected comma or object end but found "
-                                   f"{self._describe(tok, value)} at character {pos}")
-                tok, value, pos = self._token()
-        if tok == "T_ARR_BEGIN":
-            self._nest(pos)
-            table = lua.table()
-            n = 0
-            tok, value, pos = self._token()
-            if tok == "T_ARR_END":
-                self.depth -= 1
-                return table
-            while True:
-                n += 1
-                table[n] = self._value(tok, value, pos)
-                tok, value, pos = self._token()
-                if tok == "T_ARR_END":
-                    self.depth -= 1
-                    return table
-                if tok != "T_COMMA":
-                    raise LibError(f"Expected comma or array end but found "
-                                   f"{self._describe(tok, value)} at character {pos}")
-                tok, value, pos = self._token()
-        raise LibError(f"Expected value but found {self._describe(tok, value)} at character "
-                       f"{pos}")
-
-    def _nest(self, pos: int) -> None:
-        self.depth += 1
-        if self.depth > 1000:
-            raise LibError(f"Found too many nested data structures ({self.depth}) at "
-                           f"character {pos}")
-
-
-# -- cmsgpack -------------------------------------------------------------------------------
-class CMsgpack:
-    def __init__(self, lua: Any) -> None:
-        self.lua = lua
-
-    def pack(self, *values: Any) -> bytes:
-        if not values:
-            raise LibError("MessagePack pack needs input.")
-        out = bytearray()
-        for v in values:
-            self._pack(v, out, 0)
-        return bytes(out)
-
-    def _pack(self, v: Any, out: bytearray, depth: int) -> None:
-        if v is None:
-            out += b"\xc0"
-        elif v is True:
-            out += b"\xc3"
-        elif v is False:
-            out += b"\xc2"
-        elif isinstance(v, float) and v == int(v) and not math.isinf(v) and abs(v) < 2 ** 63:
-            self._pack(int(v), out, depth)
-        elif isinstance(v, int):
-            self._int(v, out)
-        elif isinstance(v, float):
-            if pystruct.unpack(">f", pystruct.pack(">f", v))[0] == v:
-                out += b"\xca" + pystruct.pack(">f", v)
-            else:
-                out += b"\xcb" + pystruct.pack(">d", v)
-        elif isinstance(v, bytes):
-            n = len(v)
-            if n < 32:
-                out.append(0xA0 | n)
-            elif n < 256:
-                out += b"\xd9" + bytes([n])
-            elif n < 65536:
-                out += b"\xda" + n.to_bytes(2, "big")
-            else:
-                out += b"\xdb" + n.to_bytes(4, "big")
-            out += v
-        elif _lua_type(v) == "table":
-            if depth >= 16:  # lua-cmsgpack's LUACMSGPACK_MAX_NESTING: deeper is nil
-                out += b"\xc0"
-                return
-            items = list(v.items())
-            keys = [_number_key(k) for k, _ in items]
-            if not items or (None not in keys and max(keys) == len(items)):
-                self._header(len(items), out, 0x90, b"\xdc", b"\xdd")
-                for i in range(1, len(items) + 1):
-                    self._pack(v[i], out, depth + 1)
-            else:
-                self._header(len(items), out, 0x80, b"\xde", b"\xdf")
-                for k, item in items:
-                    self._pack(k, out, depth + 1)
-                    self._pack(item, out, depth + 1)
+    def control(self, opt: str) -> None:
+        if opt == " ":
+            return
+        if opt == ">":
+            self.little = False
+        elif opt == "<":
+            self.little = True
+        elif opt == "!":
+            a = self._num(_MAXALIGN)
+            if a <= 0 or a & (a - 1):
+                raise LibError(f"alignment {a} is not a power of 2")
+            self.align = a
         else:
-            out += b"\xc0"
-
-    @staticmethod
-    def _header(n: int, out: bytearray, fix: int, m16: bytes, m32: bytes) -> None:
-        if n < 16:
-            out.append(fix | n)
-        elif n < 65536:
-            out += m16 + n.to_bytes(2, "big")
-        else:
-            out += m32 + n.to_bytes(4, "big")
-
-    @staticmethod
-    def _int(v: int, out: bytearray) -> None:
-        if v >= 0:
-            if v < 128:
-                out.append(v)
-            elif v < 256:
-                out += b"\xcc" + bytes([v])
-            elif v < 65536:
-                out += b"\xcd" + v.to_bytes(2, "big")
-            elif v < 1 << 32:
-                out += b"\xce" + v.to_bytes(4, "big")
-            else:
-                out += b"\xcf" + (v & ((1 << 64) - 1)).to_bytes(8, "big")
-        else:
-            if v >= -32:
-                out.append(v & 0xFF)
-            elif v >= -128:
-                out += b"\xd0" + v.to_bytes(1, "big", signed=True)
-            elif v >= -32768:
-                out += b"\xd1" + v.to_bytes(2, "big", signed=True)
-            elif v >= -(1 << 31):
-                out += b"\xd2" + v.to_bytes(4, "big", signed=True)
-            else:
-                out += b"\xd3" + max(v, -(1 << 63)).to_bytes(8, "big", signed=True)
-
-    def unpack(self, data: Any) -> tuple:
-        if not isinstance(data, bytes):
-            raise LibError("bad argument #1 to 'unpack' (string expected, got "
-                           f"{_tname(data)})")
-        values = []
-        pos = 0
-        while pos < len(data):
-            value, pos = self._unpack(data, pos)
-            values.append(value)
-        return tuple(values)
-
-    def _unpack(self, d: bytes, i: int) -> tuple[Any, int]:
-        if i >= len(d):
-            raise LibError("Missing bytes in input.")
-        b = d[i]
-        i += 1
-        if b < 0x80:
-            return b, i
-        if b >= 0xE0:
-            return b - 256, i
-        if 0xA0 <= b <= 0xBF:
-            n = b & 0x1F
-            return d[i:i + n], i + n
-        if 0x90 <= b <= 0x9F:
-            return self._array(d, i, b & 0x0F)
-        if 0x80 <= b <= 0x8F:
-            return self._map(d, i, b & 0x0F)
-        fixed = {0xC0: None, 0xC2: False, 0xC3: True}
-        if b in fixed:
-            return fixed[b], i
-        sizes = {0xCC: (1, False), 0xCD: (2, False), 0xCE: (4, False), 0xCF: (8, False),
-                 0xD0: (1, True), 0xD1: (2, True), 0xD2: (4, True), 0xD3: (8, True)}
-        if b in sizes:
-            n, signed = sizes[b]
-            return int.from_bytes(d[i:i + n], "big", signed=signed), i + n
-        if b == 0xCA:
-            return pystruct.unpack(">f", d[i:i + 4])[0], i + 4
-        if b == 0xCB:
-            return pystruct.unpack(">d", d[i:i + 8])[0], i + 8
-        if b in (0xD9, 0xDA, 0xDB, 0xC4, 0xC5, 0xC6):
-            n_len = {0xD9: 1, 0xDA: 2, 0xDB: 4, 0xC4: 1, 0xC5: 2, 0xC6: 4}[b]
-            n = int.from_bytes(d[i:i + n_len], "big")
-            i += n_len
-            return d[i:i + n], i + n
-        if b in (0xDC, 0xDD):
-            n_len = 2 if b == 0xDC else 4
-            return self._array(d, i + n_len, int.from_bytes(d[i:i + n_len], "big"))
-        if b in (0xDE, 0xDF):
-            n_len = 2 if b == 0xDE else 4
-            return self._map(d, i + n_len, int.from_bytes(d[i:i + n_len], "big"))
-        raise LibError("Bad data format in input.")
-
-    def _array(self, d: bytes, i: int, n: int) -> tuple[Any, int]:
-        table = self.lua.table()
-        for k in range(1, n + 1):
-            table[k], i = self._unpack(d, i)
-        return table, i
-
-    def _map(self, d: bytes, i: int, n: int) -> tuple[Any, int]:
-        table = self.lua.table()
-        for _ in range(n):
-            key, i = self._unpack(d, i)
-            table[key], i = self._unpack(d, i)
-        return table, i
+            raise LibError(f"invalid format option '{opt}'", arg=1)
 
 
-# -- struct ---------------------------------------------------------------------------------
-_STRUCT_CODES = {"b": "b", "B": "B", "h": "h", "H": "H", "l": "q", "L": "Q", "j": "q",
-                 "J": "Q", "T": "Q", "f": "f", "d": "d", "n": "d"}
+def _struct_arg(args: tuple, i: int, kind: str) -> Any:
+    """An argument of struct.pack: past the last one Lua sees the nil b_pack pushes first,
+    then nothing."""
+    if i >= len(args):
+        got = "nil" if i == len(args) else "no value"
+        raise LibError(f"{kind} expected, got {got}", arg=i + 1)
+    return number_arg(args, i) if kind == "number" else string_arg(args, i)
 
 
-def _struct_items(fmt: bytes):
-    """Yield (endian, code, size) for each directive of a lua-struct format."""
-    endian = "<"
-    text = fmt.decode("latin-1")
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        i += 1
-        if ch in " ":
-            continue
-        if ch in "<>=!":
-            endian = {"<": "<", ">": ">", "=": "<", "!": "<"}[ch]
-            while i < len(text) and text[i].isdigit():
-                i += 1
-            continue
-        j = i
-        while j < len(text) and text[j].isdigit():
-            j += 1
-        size = int(text[i:j]) if j > i else None
-        i = j
-        yield endian, ch, size
-
-
-def struct_pack(fmt: bytes, *args: Any) -> bytes:
+def struct_pack(*args: Any) -> bytes:
+    fmt = _Format(string_arg(args, 0))
     out = bytearray()
-    args_iter = iter(args)
-    for endian, code, size in _struct_items(fmt):
-        if code in "iI":
-            n = size or 4
-            v = int(next(args_iter))
-            out += (v & ((1 << (8 * n)) - 1)).to_bytes(n, "little" if endian == "<" else "big")
-        elif code in _STRUCT_CODES:
-            v = next(args_iter)
-            c = _STRUCT_CODES[code]
-            out += pystruct.pack(endian + c, v if c in "fd" else int(v))
-        elif code == "s":
-            out += bytes(next(args_iter)) + b"\0"
-        elif code == "c":
-            v = bytes(next(args_iter))
-            n = size if size is not None else len(v)
-            out += v[:n].ljust(n, b"\0")
-        elif code == "x":
+    arg = 1
+    while (item := fmt.next()) is not None:
+        opt, size = item
+        pad = fmt.to_align(len(out), opt, size)
+        out += b"\0" * pad
+        if opt in _INT_CODES:
+            n = _struct_arg(args, arg, "number")
+            arg += 1
+            value = int(n) & ((1 << 64) - 1) if n == n and abs(n) < 2 ** 64 else 0
+            raw = value.to_bytes(max(size, 8), "little")[:size]
+            out += raw if fmt.little else raw[::-1]
+        elif opt == "x":
             out += b"\0"
+        elif opt in "fd":
+            n = _struct_arg(args, arg, "number")
+            arg += 1
+            code = ("<" if fmt.little else ">") + opt
+            try:
+                out += pystruct.pack(code, n)
+            except OverflowError:  # C's float conversion gives inf
+                out += pystruct.pack(code, math.copysign(math.inf, n))
+        elif opt in "cs":
+            data = _struct_arg(args, arg, "string")
+            arg += 1
+            if size == 0:
+                size = len(data)
+            if len(data) < size:
+                raise LibError("string too short", arg=arg + 1)
+            out += data[:size]
+            if opt == "s":
+                out += b"\0"
         else:
-            raise LibError(f"invalid format option '{code}'")
+            fmt.control(opt)
     return bytes(out)
 
 
-def struct_unpack(fmt: bytes, data: bytes, pos: Any = 1) -> tuple:
-    i = int(pos) - 1
+def _lua_number(v: int) -> int | float:
+    """An integer as a Lua number reaches Python (beyond int64 it is a double)."""
+    return v if -(1 << 63) <= v < (1 << 63) else float(v)
+
+
+def struct_unpack(*args: Any) -> tuple:
+    fmt = _Format(string_arg(args, 0))
+    data = string_arg(args, 1)
+    pos = opt_integer(args, 2, 1)
+    if pos <= 0:
+        raise LibError("offset must be 1 or greater", arg=3)
+    pos -= 1
+    ld = len(data)
     values: list[Any] = []
-    for endian, code, size in _struct_items(fmt):
-        if code in "iI":
-            n = size or 4
-            if i + n > len(data):
-                raise LibError("data string too short")
-            values.append(int.from_bytes(data[i:i + n], "little" if endian == "<" else "big",
-                                         signed=code == "i"))
-            i += n
-        elif code in _STRUCT_CODES:
-            c = _STRUCT_CODES[code]
-            n = pystruct.calcsize(c)
-            if i + n > len(data):
-                raise LibError("data string too short")
-            values.append(pystruct.unpack(endian + c, data[i:i + n])[0])
-            i += n
-        elif code == "s":
-            end = data.index(b"\0", i)
-            values.append(data[i:end])
-            i = end + 1
-        elif code == "c":
-            n = size or 0
-            values.append(data[i:i + n])
-            i += n
-        elif code == "x":
-            i += 1
-        else:
-            raise LibError(f"invalid format option '{code}'")
-    values.append(i + 1)
+    while (item := fmt.next()) is not None:
+        opt, size = item
+        pos += fmt.to_align(pos, opt, size)
+        if not (size <= ld and pos <= ld - size):
+            raise LibError("data string too short", arg=2)
+        if opt in _INT_CODES:
+            raw = data[pos:pos + size]
+            value = int.from_bytes(raw, "little" if fmt.little else "big")
+            if opt.islower() and size and value >> (size * 8 - 1):
+                value -= 1 << (size * 8)
+            if size > 8:  # the C code keeps 64 bits
+                value &= (1 << 64) - 1
+                if opt.islower() and value >> 63:
+                    value -= 1 << 64
+            values.append(_lua_number(value))
+        elif opt in "fd":
+            code = ("<" if fmt.little else ">") + opt
+            values.append(pystruct.unpack(code, data[pos:pos + size])[0])
+        elif opt == "c":
+            if size == 0:
+                if not values or not isinstance(values[-1], (int, float)):
+                    raise LibError("format 'c0' needs a previous size")
+                size = int(values.pop())
+                if not (size <= ld and pos <= ld - size):
+                    raise LibError("data string too short", arg=2)
+            values.append(data[pos:pos + size])
+        elif opt == "s":
+            end = data.find(b"\0", pos)
+            if end < 0:
+                raise LibError("unfinished string in data")
+            size = end - pos + 1
+            values.append(data[pos:end])
+        elif opt != "x":
+            fmt.control(opt)
+        pos += size
+    values.append(pos + 1)
     return tuple(values)
 
 
-def struct_size(fmt: bytes) -> int:
-    total = 0
-    for _, code, size in _struct_items(fmt):
-        if code in "iI":
-            total += size or 4
-        elif code in _STRUCT_CODES:
-            total += pystruct.calcsize(_STRUCT_CODES[code])
-        elif code == "x":
-            total += 1
-        elif code == "c" and size is not None:
-            total += size
+def struct_size(*args: Any) -> int:
+    fmt = _Format(string_arg(args, 0))
+    pos = 0
+    while (item := fmt.next()) is not None:
+        opt, size = item
+        pos += fmt.to_align(pos, opt, size)
+        if opt == "s":
+            raise LibError("option 's' has no fixed size", arg=1)
+        if opt == "c" and size == 0:
+            raise LibError("option 'c0' has no fixed size", arg=1)
+        if not opt.isalnum():
+            fmt.control(opt)
+        pos += size
+    return pos
+
+
+# where a library function was called from, as luaL_where(1) and luaL_argerror see it: level
+# 2 is the Python function's own (C) frame, level 3 its caller
+_WHERE_LUA = r"""
+local getinfo = debug.getinfo
+return function()
+    local fn, caller = getinfo(2, "n"), getinfo(3, "Sl")
+    local prefix = ""
+    if caller and caller.currentline > 0 then
+        prefix = caller.short_src .. ":" .. caller.currentline .. ": "
+    end
+    return prefix, fn and fn.name, fn and fn.namewhat
+end
+"""
+
+
+def _position(err: LibError, where: Any) -> LibError:
+    """``err`` as the Lua error text: its calling position, and for an argument error
+    luaL_argerror's wording with the function's name as the caller wrote it."""
+    prefix, name, namewhat = where()
+    text = str(err.args[0])
+    if err.arg is not None:
+        n = err.arg
+        fname = name.decode("utf-8", "replace") if name else "?"
+        if namewhat == b"method":
+            n -= 1
+        if namewhat == b"method" and n == 0:
+            text = f"calling '{fname}' on bad self ({text})"
         else:
-            raise LibError("options 's' and 'c0' have no fixed size")
-    return total
+            text = f"bad argument #{n} to '{fname}' ({text})"
+    return LibError(prefix.decode("utf-8", "surrogateescape") + text, positioned=True)
 
 
-def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Report argument mistakes as LibError (raised into Lua as the script's error)."""
+def guarded(fn: Callable[..., Any], where: Any) -> Callable[..., Any]:
+    """Report a library's errors as Lua would (LibError, raised into Lua as the script's
+    error), with the caller's position."""
 
     def call(*args: Any) -> Any:
         try:
             return fn(*args)
-        except LibError:
-            raise
-        except (StopIteration, TypeError, ValueError, OverflowError, pystruct.error) as exc:
-            raise LibError(f"bad argument ({exc})") from None
+        except LibError as exc:
+            if exc.positioned:
+                raise
+            raise _position(exc, where) from None
+        except (StopIteration, TypeError, ValueError, OverflowError, IndexError,
+                pystruct.error) as exc:
+            raise _position(LibError(f"bad argument ({exc})"), where) from None
 
     return call
 
 
-def library_tables(lua: Any, null: Any) -> dict[str, dict[bytes, Any]]:
-    """Name -> {function name: Lua-callable}, for the prelude to wrap."""
-    cjson = CJson(lua, null)
-    msgpack = CMsgpack(lua)
-    return {
-        "cjson": {b"encode": guarded(cjson.encode), b"decode": guarded(cjson.decode)},
-        "bit": {k.encode(): guarded(v) for k, v in BIT.items()},
-        "struct": {b"pack": guarded(struct_pack), b"unpack": guarded(struct_unpack),
-                   b"size": guarded(struct_size)},
-        "cmsgpack": {b"pack": guarded(msgpack.pack), b"unpack": guarded(msgpack.unpack)},
-    }
+class Libraries:
+    """The bundled libraries of one Lua state: their function tables and their settings."""
+
+    def __init__(self, lua: Any, null: Any) -> None:
+        # cjson recurses once per nesting level, up to 1000 by default (more when a script
+        # raises encode_max_depth, bounded by Lua's 8000-slot stack)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+        self.lua = lua
+        self.null = null
+        self.where = lua.execute(_WHERE_LUA)
+        # EVAL and FCALL have separate Lua states in Redis: separate cjson settings
+        self.cjson = CJson(lua, null, self._new_cjson)
+        self.fn_cjson = CJson(lua, null, self._new_cjson)
+        self.msgpack = CMsgpack(lua)
+        wrap = self._wrap
+        self.tables: dict[str, dict[bytes, Any]] = {
+            "cjson": wrap(self.cjson.functions()),
+            "fn_cjson": wrap(self.fn_cjson.functions()),
+            "bit": wrap({k.encode(): v for k, v in BIT.items()}),
+            "struct": wrap({b"pack": struct_pack, b"unpack": struct_unpack,
+                            b"size": struct_size}),
+            "cmsgpack": wrap(self.msgpack.functions()),
+        }
+
+    def _wrap(self, funcs: dict[bytes, Any]) -> dict[bytes, Any]:
+        return {name: guarded(f, self.where) for name, f in funcs.items()}
+
+    def _new_cjson(self) -> Any:
+        """cjson.new(): another module table with its own settings."""
+        module = self._wrap(CJson(self.lua, self.null, self._new_cjson).functions())
+        module.update({b"null": self.null, b"_NAME": b"cjson", b"_VERSION": b"2.1.0"})
+        return self.lua.table_from(module)
+
+    def reset(self) -> None:
+        """SCRIPT FLUSH: Redis starts a new Lua state for EVAL, with default library
+        settings (FCALL's state stays)."""
+        self.cjson.reset()

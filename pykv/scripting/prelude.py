@@ -2,81 +2,286 @@
 
 ``PRELUDE`` runs once in a fresh Lua 5.1 state with the full standard library. It keeps
 what it needs (``debug.sethook``, ``debug.getinfo``, the raw library tables) as upvalues,
-then turns the state's global table into Redis's sandbox:
+then builds Redis's two script environments (EVAL's and FCALL's) beside the state's own
+global table:
 
-* only Redis's allow-list of globals remains (no ``os``, ``io``, ``debug``, ``require``,
-  ``print``, ``python``…); reading a missing global raises Redis's
-  ``Script attempted to access nonexistent global variable`` error;
-* the global table and the library tables are read-only (``Attempt to modify a readonly
-  table``), through proxies, and ``rawset``/``setmetatable`` refuse them too;
-* ``loadstring``/``load`` refuse binary chunks.
+* only Redis 7.0's globals exist (EVAL: ``KEYS``, ``ARGV`` and ``__redis__err__handler``
+  too); reading a missing one raises ``Script attempted to access nonexistent global
+  variable``;
+* every table reachable from them (the globals, the libraries, the string metatable) is
+  read-only. Lua 5.1 has no read-only tables (Redis patches its Lua for them), so each is
+  an empty proxy over the real table, and the builtins that bypass metamethods (``next``,
+  ``pairs``, ``rawget``, ``rawset``, ``setmetatable``, ``getmetatable``, ``table.insert``…)
+  are wrapped to see through (or refuse) proxies;
+* bytecode cannot be loaded: Redis's Lua has no undump, so a binary chunk is parsed as text
+  and fails with a syntax error, which is reproduced;
+* Python functions (lupa userdata) pass for C functions: ``type`` says ``function``, and the
+  error handler treats them, and the prelude's own Lua frames, as one C frame.
 
-It returns the internal API the Python engine calls: ``compile``, ``run`` (under an error
-handler that records where a script failed), and the two converters: RESP bytes of a
-command's reply into Lua values (what ``redis.call`` returns), and a script's return value
-into RESP bytes for the caller, following Redis's conversion rules for RESP2 and RESP3.
+Errors follow Redis's ``__redis__err__handler``: the error object becomes a table
+``{err=..., source=..., line=...}`` taken from the frame that raised it (or its caller when
+that is a C function); Redis's ``pcall`` turns ``{err=...}`` tables back into strings.
+
+It returns the internal API the Python engine calls: ``compile``, ``run`` (under that
+handler), and the two converters: RESP bytes of a command's reply into Lua values (what
+``redis.call`` returns), and a script's return value into RESP bytes for the caller,
+following Redis's conversion rules for RESP2 and RESP3 (metamethods included, and Redis's
+Lua stack limit for tables that contain themselves).
 """
 
 PRELUDE = r"""
 local host = ...
-local host_sha1hex, host_hook, host_classify = host.sha1hex, host.hook, host.classify
+local host_hook, host_classify = host.hook, host.classify
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, type, tostring, tonumber, pairs, next, select, rawget =
     error, type, tostring, tonumber, pairs, next, select, rawget
-local real_rawset, real_setmetatable = rawset, setmetatable
-local real_loadstring, real_load, xpcall = loadstring, load, xpcall
+local real_type, real_rawset, real_setmetatable, real_getmetatable =
+    type, rawset, setmetatable, getmetatable
+local real_loadstring, real_load, xpcall, real_pcall = loadstring, load, xpcall, pcall
 local sfind, ssub, sbyte, sformat, sgsub = string.find, string.sub, string.byte,
     string.format, string.gsub
-local tconcat, floor, ceil, huge = table.concat, math.floor, math.ceil, math.huge
-local setfenv_ = setfenv
+local tconcat, tinsert, tremove, tsort = table.concat, table.insert, table.remove, table.sort
+local floor, ceil, huge = math.floor, math.ceil, math.huge
+local setfenv_, raw_getmetatable = setfenv, debug.getmetatable
+local INTERNAL = debug.getinfo(1, "S").source  -- the source of lupa-compiled chunks
 
--- read-only tables --------------------------------------------------------------------
+-- read-only tables: proxy -> the real table it shows ------------------------------------
 local readonly = real_setmetatable({}, {__mode = "k"})
+local RO = "Attempt to modify a readonly table"
 
 local function ro_error()
-    error("Attempt to modify a readonly table", 2)
+    error(RO, 2)
 end
 
-local function protect(lib)
-    local proxy = real_setmetatable({}, {__index = lib, __newindex = ro_error,
+local function protect(real, mt_index)
+    local proxy = real_setmetatable({}, {__index = mt_index or real, __newindex = ro_error,
                                          __metatable = false})
-    readonly[proxy] = true
+    readonly[proxy] = real
     return proxy
 end
 
-local function guarded_rawset(t, k, v)
-    if readonly[t] then error("Attempt to modify a readonly table", 0) end
+-- Python callables: lupa userdata that scripts must see as (C) functions
+local pyfuncs = real_setmetatable({}, {__mode = "k"})
+
+local function typename(n, v)
+    if n == 0 then return "no value" end
+    local t = real_type(v)
+    if t == "userdata" and pyfuncs[v] then return "function" end
+    return t
+end
+
+-- "bad argument #n to 'f' (msg)" for the wrapper calling this, positioned at its caller,
+-- as luaL_argerror words it
+local function argerror(n, msg)
+    local info = getinfo(2, "n")
+    local name = info and info.name or "?"
+    if info and info.namewhat == "method" then
+        n = n - 1
+        if n == 0 then error(sformat("calling '%s' on bad self (%s)", name, msg), 3) end
+    end
+    error(sformat("bad argument #%d to '%s' (%s)", n, name, msg), 3)
+end
+
+local function check_table(n, count, v)
+    if real_type(v) ~= "table" then
+        argerror(n, "table expected, got " .. typename(count >= n and 1 or 0, v))
+    end
+end
+
+local function guarded_type(...)
+    if select("#", ...) == 0 then argerror(1, "value expected") end
+    local v = ...
+    local t = real_type(v)
+    if t == "userdata" and pyfuncs[v] then return "function" end
+    return t
+end
+
+local function guarded_next(...)
+    local t, k = ...
+    check_table(1, select("#", ...), t)
+    return next(readonly[t] or t, k)
+end
+
+local function guarded_pairs(...)
+    local t = ...
+    check_table(1, select("#", ...), t)
+    return next, readonly[t] or t, nil
+end
+
+local function guarded_rawget(...)
+    local n, t, k = select("#", ...), ...
+    check_table(1, n, t)
+    if n < 2 then argerror(2, "value expected") end
+    return rawget(readonly[t] or t, k)
+end
+
+local function guarded_rawset(...)
+    local n, t, k, v = select("#", ...), ...
+    check_table(1, n, t)
+    if n < 2 then argerror(2, "value expected") end
+    if n < 3 then argerror(3, "value expected") end
+    if readonly[t] then error(RO, 0) end
     return real_rawset(t, k, v)
 end
 
-local function guarded_setmetatable(t, mt)
-    if readonly[t] then error("Attempt to modify a readonly table", 0) end
+local function guarded_setmetatable(...)
+    local n, t, mt = select("#", ...), ...
+    check_table(1, n, t)
+    if mt ~= nil and real_type(mt) ~= "table" then argerror(2, "nil or table expected") end
+    if n < 2 then argerror(2, "nil or table expected") end
+    if readonly[t] then error(RO, 0) end
+    local old = raw_getmetatable(t)
+    if old and rawget(old, "__metatable") ~= nil then
+        error("cannot change a protected metatable", 2)
+    end
     return real_setmetatable(t, mt)
 end
 
-local function is_binary(chunk)
-    return type(chunk) == "string" and sbyte(chunk, 1) == 27
+local metatables = {}  -- what getmetatable shows for proxies and strings (filled below)
+local function guarded_getmetatable(...)
+    if select("#", ...) == 0 then argerror(1, "value expected") end
+    local v = ...
+    if readonly[v] or pyfuncs[v] then return metatables[v] end
+    if real_type(v) == "string" then return metatables[""] end
+    return real_getmetatable(v)
 end
 
-local globals, hidden  -- the sandboxed global table and what it reads (filled below)
+local function guard_table_write(f)
+    return function(...)
+        if readonly[(...)] then error(RO, 0) end
+        return f(...)
+    end
+end
 
-local function guarded_loadstring(chunk, name)
-    if is_binary(chunk) then return nil, "attempt to load a binary chunk" end
+-- Redis's Lua cannot undump: a binary chunk goes to the parser, which stops at its first
+-- byte. A leading space gets lupa's Lua to parse it as text too, with the same message.
+local globals, fn_globals  -- the two script environments (filled below)
+local current_env  -- the running script's: what loadstring/load give their chunks
+
+local function guarded_loadstring(...)
+    local n, chunk, name = select("#", ...), ...
+    local tc = real_type(chunk)
+    if tc ~= "string" and tc ~= "number" then
+        argerror(1, "string expected, got " .. typename(n, chunk))
+    end
+    if name ~= nil and real_type(name) ~= "string" and real_type(name) ~= "number" then
+        argerror(2, "string expected, got " .. typename(n >= 2 and 1 or 0, name))
+    end
+    chunk = tostring(chunk)
+    if name == nil then name = chunk end
+    if sbyte(chunk, 1) == 27 then chunk = " " .. chunk end
     local fn, err = real_loadstring(chunk, name)
-    if fn then setfenv_(fn, globals) end
+    if fn then setfenv_(fn, current_env) end
     return fn, err
 end
 
-local function guarded_load(chunk, name)
-    if type(chunk) == "string" then return guarded_loadstring(chunk, name) end
-    if type(chunk) ~= "function" then return real_load(chunk, name) end
-    local parts = {}
-    while true do
-        local piece = chunk()
-        if piece == nil or piece == "" then break end
-        parts[#parts + 1] = piece
+local function guarded_load(...)
+    local n, reader, name = select("#", ...), ...
+    if real_type(reader) ~= "function" then
+        argerror(1, "function expected, got " .. typename(n, reader))
     end
-    return guarded_loadstring(tconcat(parts), name)
+    local first = true
+    local function read()
+        local piece = reader()
+        if first then
+            first = false
+            if real_type(piece) == "string" and sbyte(piece, 1) == 27 then
+                piece = " " .. piece
+            end
+        end
+        return piece
+    end
+    local fn, err = real_load(read, name)
+    if fn then setfenv_(fn, current_env) end
+    return fn, err
+end
+
+-- errors ---------------------------------------------------------------------------------
+-- A Python exception raised into Lua becomes what Redis's C code raises there: a command's
+-- error table, an ``ERR`` table for API misuse, or a library's (already positioned) text.
+local function lua_error_value(e)
+    if real_type(e) ~= "userdata" or pyfuncs[e] then return e end
+    local kind, text = host_classify(e)
+    if kind == 0 then return {err = text, ignore_error_stats_update = true} end
+    if kind == 3 then return {err = text} end
+    if kind == 2 then return text end
+    return {err = "ERR " .. text}
+end
+
+local C_FRAME = {what = "C", source = "=[C]", currentline = -1}
+
+-- the first two frames from ``level`` up, the prelude's own frames (and the C functions
+-- they call) folded into one C frame, as Redis's C implementations would be
+local function user_frames(level)
+    local out, in_internal = {}, false
+    while #out < 2 do
+        local info = getinfo(level, "Sl")
+        if not info then break end
+        local internal = info.source == INTERNAL
+        if not internal and info.what == "C" then
+            local caller = getinfo(level + 1, "S")
+            internal = caller ~= nil and caller.source == INTERNAL
+        end
+        if not internal then
+            out[#out + 1] = info
+            in_internal = false
+        elseif not in_internal then
+            out[#out + 1] = C_FRAME
+            in_internal = true
+        end
+        level = level + 1
+    end
+    return out
+end
+
+-- Redis's __redis__err__handler: where the error happened (the caller of a C function)
+local function error_handler(err)
+    local frames = user_frames(3)
+    local i = frames[1]
+    if i and i.what == "C" then i = frames[2] end
+    err = lua_error_value(err)
+    if real_type(err) ~= "table" then err = {err = "ERR " .. tostring(err)} end
+    if i then
+        err.source = i.source
+        err.line = i.currentline
+    end
+    return err
+end
+
+local function redis_err_handler(err)  -- the global scripts can call
+    return error_handler(err)
+end
+
+-- Redis's pcall: an error table with an ``err`` string comes back as that string
+local function pcall_result(ok, ...)
+    if ok then return ok, ... end
+    local e = lua_error_value((...))
+    if real_type(e) == "table" then
+        local s = e.err
+        if real_type(s) == "string" or real_type(s) == "number" then e = s end
+    end
+    return false, e
+end
+
+local function guarded_pcall(...)
+    if select("#", ...) == 0 then argerror(1, "value expected") end
+    return pcall_result(real_pcall(...))
+end
+
+local function guarded_xpcall(...)
+    local n, f, h = select("#", ...), ...
+    if n < 2 then argerror(2, "value expected") end
+    if real_type(h) ~= "function" then return xpcall(f, h) end
+    return xpcall(f, function(e) return h(lua_error_value(e)) end)
+end
+
+local real_resume = coroutine.resume
+local function resume_result(ok, ...)
+    if ok then return ok, ... end
+    return false, lua_error_value((...))
+end
+local function guarded_resume(...)
+    return resume_result(real_resume(...))
 end
 
 -- the redis library ---------------------------------------------------------------------
@@ -100,11 +305,11 @@ local function error_table(msg)
     end
     return {err = (sgsub(msg, "[\r\n]+$", ""))}
 end
-redis.error_reply = function(msg)
-    if type(msg) ~= "string" and type(msg) ~= "number" then
+redis.error_reply = function(...)
+    local msg = ...
+    if select("#", ...) ~= 1 or real_type(msg) ~= "string" then
         return {err = "ERR wrong number or type of arguments"}
     end
-    msg = tostring(msg)
     if sbyte(msg, 1) ~= 45 then msg = "-" .. msg end
     return error_table(msg)
 end
@@ -114,25 +319,24 @@ redis.status_reply = function(msg)
     end
     return {ok = tostring(msg)}
 end
-redis.sha1hex = function(s)
-    if type(s) ~= "string" and type(s) ~= "number" then
-        error("wrong number of arguments", 0)
-    end
-    return host_sha1hex(tostring(s))
-end
+-- Python functions (C functions in Redis): a tail call to one keeps the script's frame,
+-- which error positions need
+redis.sha1hex = host.sha1hex
 redis.log = host.log
--- a C function (not a Lua wrapper): a tail call to it keeps the script's frame, which
--- error positions need. It checks the argument and tells us through set_resp below.
 redis.setresp = host.setresp
 redis.set_repl = host.set_repl
-redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
+redis.acl_check_cmd = host.acl_check_cmd
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
     0, 1, 2, 2, 3
 redis.REDIS_VERSION = host.version
 redis.REDIS_VERSION_NUM = host.version_num
+-- FCALL's redis table has no debugger entries; EVAL's has them
+local fn_redis = {}
+for k, v in pairs(redis) do fn_redis[k] = v end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
 
 -- RESP (a command's reply) -> Lua ----------------------------------------------------------
 local parse
@@ -219,10 +423,9 @@ local function clean(s)
 end
 
 local function fmt_double(d)
-    if d ~= d then return "nan" end
     if d == huge then return "inf" end
     if d == -huge then return "-inf" end
-    return sformat("%.17g", d)
+    return sformat("%.17g", d)  -- NaN prints as C prints it ("-nan" for 0/0), as in Redis
 end
 
 local encode
@@ -231,8 +434,19 @@ local function encode_bulk(out, s)
     out[#out + 1] = "$" .. #s .. "\r\n" .. s .. "\r\n"
 end
 
-encode = function(v, out, resp, lua_resp)
-    local tv = type(v)
+-- Redis converts with a C function that needs 4 free slots of Lua stack per value; ``h`` is
+-- how deep the value sits in that stack (8000 slots, the top-level value at 2), so a table
+-- that contains itself ends in the same "reached lua stack limit" errors at the same depth
+local STACK_LIMIT = 7996
+local STACK_ERROR = "-ERR reached lua stack limit\r\n"
+
+-- fields are read raw: Redis 7.0.15 converts with lua_rawget (no metamethods)
+encode = function(v, out, resp, lua_resp, h)
+    if h > STACK_LIMIT then
+        out[#out + 1] = STACK_ERROR
+        return
+    end
+    local tv = real_type(v)
     if tv == "string" then
         encode_bulk(out, v)
     elseif tv == "number" then
@@ -248,62 +462,66 @@ encode = function(v, out, resp, lua_resp)
         end
     elseif tv == "table" then
         local f = rawget(v, "err")
-        if type(f) == "string" then
+        if real_type(f) == "string" then
             out[#out + 1] = "-" .. clean(f) .. "\r\n"
             return
         end
         f = rawget(v, "ok")
-        if type(f) == "string" then
+        if real_type(f) == "string" then
             out[#out + 1] = "+" .. clean(f) .. "\r\n"
             return
         end
         f = rawget(v, "double")
-        if type(f) == "number" then
+        if real_type(f) == "number" then
             if resp == 3 then out[#out + 1] = "," .. fmt_double(f) .. "\r\n"
             else encode_bulk(out, fmt_double(f)) end
             return
         end
         f = rawget(v, "big_number")
-        if type(f) == "string" then
+        if real_type(f) == "string" then
             if resp == 3 then out[#out + 1] = "(" .. clean(f) .. "\r\n"
             else encode_bulk(out, f) end
             return
         end
+        f = rawget(v, "verbatim_string")
+        if real_type(f) == "table" then
+            local fmt = rawget(f, "format")
+            if real_type(fmt) == "string" then
+                local body = rawget(f, "string")
+                if real_type(body) == "string" then
+                    if resp == 3 then
+                        out[#out + 1] = "=" .. (#body + 4) .. "\r\n" .. ssub(fmt, 1, 3) .. ":"
+                            .. body .. "\r\n"
+                    else
+                        encode_bulk(out, body)
+                    end
+                    return
+                end
+            end
+        end
         f = rawget(v, "map")
-        if type(f) == "table" then
+        if real_type(f) == "table" then
             local idx = #out + 1
             out[idx] = ""
             local n = 0
-            for k, item in pairs(f) do
-                encode(k, out, resp, lua_resp)
-                encode(item, out, resp, lua_resp)
+            for k, item in next, f do
+                encode(k, out, resp, lua_resp, h + 4)
+                encode(item, out, resp, lua_resp, h + 3)
                 n = n + 1
             end
             out[idx] = resp == 3 and ("%" .. n .. "\r\n") or ("*" .. (2 * n) .. "\r\n")
             return
         end
         f = rawget(v, "set")
-        if type(f) == "table" then
+        if real_type(f) == "table" then
             local idx = #out + 1
             out[idx] = ""
             local n = 0
-            for k in pairs(f) do
-                encode(k, out, resp, lua_resp)
+            for k in next, f do
+                encode(k, out, resp, lua_resp, h + 3)
                 n = n + 1
             end
             out[idx] = (resp == 3 and "~" or "*") .. n .. "\r\n"
-            return
-        end
-        f = rawget(v, "verbatim_string")
-        if type(f) == "table" and type(rawget(f, "string")) == "string"
-                and type(rawget(f, "format")) == "string" then
-            local body = rawget(f, "string")
-            if resp == 3 then
-                local fmt = rawget(f, "format")
-                out[#out + 1] = "=" .. (#body + 4) .. "\r\n" .. fmt .. ":" .. body .. "\r\n"
-            else
-                encode_bulk(out, body)
-            end
             return
         end
         local idx = #out + 1
@@ -313,7 +531,7 @@ encode = function(v, out, resp, lua_resp)
             local item = rawget(v, n + 1)
             if item == nil then break end
             n = n + 1
-            encode(item, out, resp, lua_resp)
+            encode(item, out, resp, lua_resp, h + 1)
         end
         out[idx] = "*" .. n .. "\r\n"
     else
@@ -323,48 +541,19 @@ end
 
 -- the result of a script: (true, resp) or (false, error message) for a top-level error
 local function encode_result(v, resp, lua_resp)
-    local tv = type(v)
+    local tv = real_type(v)
     if tv == "string" then  -- the usual results need no buffer table
         return true, "$" .. #v .. "\r\n" .. v .. "\r\n"
     elseif tv == "table" then
         local e = rawget(v, "err")
-        if type(e) == "string" then return false, clean(e) end
+        if real_type(e) == "string" then return false, clean(e) end
     end
     local out = {}
-    encode(v, out, resp, lua_resp)
+    encode(v, out, resp, lua_resp, 2)
     return true, tconcat(out)
 end
 
 -- running scripts -------------------------------------------------------------------------
-local function error_info(err)
-    local source, line
-    local level = 2
-    while true do
-        local info = getinfo(level, "Sl")
-        if not info then break end
-        local src = info.source
-        if src == "@user_script" or src == "@user_function" then
-            source, line = src, info.currentline
-            break
-        end
-        level = level + 1
-    end
-    local msg
-    if type(err) == "table" and type(rawget(err, "err")) == "string" then
-        msg = rawget(err, "err")
-    elseif type(err) == "userdata" then
-        -- raised by Python: 0 a command's error (kept as is), 1 plain, 2 with position
-        local kind, text = host_classify(err)
-        if kind == 0 then msg = text
-        elseif kind == 2 and source then
-            msg = "ERR " .. ssub(source, 2) .. ":" .. line .. ": " .. text
-        else msg = "ERR " .. text end
-    else
-        msg = "ERR " .. tostring(err)
-    end
-    return {msg = msg, source = source, line = line}
-end
-
 local function hook()
     if host_hook() then
         sethook()
@@ -372,87 +561,110 @@ local function hook()
     end
 end
 
+-- a failed run: (false, message[, source, line]) from the handler's error table
+local function failure(err)
+    local msg = real_type(err) == "table" and err.err
+    if real_type(msg) == "number" then msg = tostring(msg) end
+    if real_type(msg) ~= "string" then msg = "ERR unknown error" end
+    local source, line = err.source, err.line
+    if real_type(source) ~= "string" or (real_type(line) ~= "number"
+                                         and real_type(line) ~= "string") then
+        return false, msg
+    end
+    return false, msg, source, line
+end
+
 local function finish(ok, res, resp)
     if ok then return encode_result(res, resp, current_resp) end
-    return false, res.msg, res.source, res.line
+    return failure(res)
 end
+
+local function split_args(nkeys, ...)
+    local all = {...}
+    local keys, argv = {}, {}
+    for i = 1, nkeys do keys[i] = all[i] end
+    for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+    return keys, argv
+end
+
+local hidden  -- EVAL's globals (the real table behind ``globals``), filled below
 
 -- One entry per script run: (true, RESP bytes for a caller speaking ``resp``) or
 -- (false, message[, source, line]). Crossing between Python and Lua costs more than the
 -- whole prelude, so the run and the encoding of its result are one call.
 local function run(fn, resp, nkeys, ...)
-    local all = {...}
-    local keys, argv = {}, {}
-    for i = 1, nkeys do keys[i] = all[i] end
-    for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
-    hidden.KEYS = keys
-    hidden.ARGV = argv
+    hidden.KEYS, hidden.ARGV = split_args(nkeys, ...)
     current_resp = 2
+    current_env = globals
     sethook(hook, "", 100000)
-    local ok, res = xpcall(fn, error_info)
+    local ok, res = xpcall(fn, error_handler)
     sethook()
     return finish(ok, res, resp)
 end
 
 local function run_callback(fn, resp, nkeys, ...)
     -- FCALL: the callback gets (keys, args) as arguments instead of globals
-    local all = {...}
-    local keys, argv = {}, {}
-    for i = 1, nkeys do keys[i] = all[i] end
-    for i = nkeys + 1, #all do argv[i - nkeys] = all[i] end
+    local keys, argv = split_args(nkeys, ...)
     current_resp = 2
+    current_env = fn_globals
     sethook(hook, "", 100000)
-    local ok, res = xpcall(function() return fn(keys, argv) end, error_info)
+    local ok, res = xpcall(function() return fn(keys, argv) end, error_handler)
     sethook()
     return finish(ok, res, resp)
 end
 
 local function compile(body, chunkname)
+    if sbyte(body, 1) == 27 then body = " " .. body end  -- see guarded_loadstring
     local fn, err = real_loadstring(body, chunkname)
     if not fn then return nil, err end
     setfenv_(fn, globals)
     return fn, nil
 end
 
--- FUNCTION LOAD: run the library body with only the registration API -----------------------
--- While a library body runs, its globals hold nothing but a reduced ``redis`` table (as in
--- Redis: no string/math/error… at load time); once loaded, the functions it registered
--- see the normal sandbox (minus KEYS/ARGV, which functions get as arguments).
-local loading = false
-
+-- the script environments -------------------------------------------------------------------
 local function missing_global(_, k)
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end
 
+-- a read-only environment over ``entries``: (proxy, the real table); its metatable, as
+-- getmetatable shows it, is a read-only table whose __index raises the missing-global error
+local env_mt = protect({__index = missing_global})
+local function make_env(entries)
+    local real = real_setmetatable({}, {__index = missing_global})
+    for k, v in pairs(entries) do real[k] = v end
+    local proxy = protect(real)
+    real._G = proxy
+    metatables[proxy] = env_mt
+    return proxy, real
+end
+
+-- FUNCTION LOAD: run the library body with only the registration API -----------------------
+-- While a library body runs, its globals hold nothing but a reduced ``redis`` table (as in
+-- Redis: no string/math/error… at load time); once loaded, the functions it registered
+-- see FCALL's environment (no KEYS/ARGV: functions get them as arguments).
+local loading = false
+local fn_hidden  -- FCALL's globals (filled below)
+
 local function load_library(body, register, timed_out)
     local fn, err = real_loadstring(body, "@user_function")
     if not fn then return false, "Error compiling function: " .. err end
-    local load_redis = real_setmetatable({}, {
-        __index = real_setmetatable({
-            register_function = register,
-            log = redis.log,
-            LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
-            REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
-        }, {__index = missing_global}),
-        __newindex = function() error("Attempt to modify a readonly table", 2) end,
-        __metatable = false,
-    })
-    local load_env = real_setmetatable({}, {
-        __index = function(_, k)
-            if loading then
-                if k == "redis" then return load_redis end
-            elseif k ~= "KEYS" and k ~= "ARGV" then
-                local v = rawget(hidden, k)
-                if v ~= nil then return v end
-            end
-            error("Script attempted to access nonexistent global variable '"
-                  .. tostring(k) .. "'", 2)
-        end,
-        __newindex = function(_, k) error("Attempt to modify a readonly table", 2) end,
-        __metatable = false,
-    })
-    readonly[load_env] = true
-    readonly[load_redis] = true
+    local load_redis = protect(real_setmetatable({
+        register_function = register,
+        log = redis.log,
+        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+        REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+    }, {__index = missing_global}))
+    local load_env = protect({}, function(_, k)
+        if loading then
+            if k == "redis" then return load_redis end
+        else
+            local v = rawget(fn_hidden, k)
+            if v ~= nil then return v end
+        end
+        error("Script attempted to access nonexistent global variable '"
+              .. tostring(k) .. "'", 2)
+    end)
+    metatables[load_env] = env_mt
     setfenv_(fn, load_env)
     local function load_hook()
         if timed_out() then
@@ -462,74 +674,73 @@ local function load_library(body, register, timed_out)
     end
     loading = true
     sethook(load_hook, "", 100000)
-    local ok, res = xpcall(fn, error_info)
+    local ok, res = xpcall(fn, error_handler)
     sethook()
     loading = false
-    if not ok then return false, res.msg end
+    if not ok then
+        local _, msg = failure(res)
+        return false, msg
+    end
     return true, nil
 end
 
--- build the sandboxed global table --------------------------------------------------------
-local function copy_lib(pylib)
+-- build the sandboxes ----------------------------------------------------------------------
+local function copy_lib(pylib, extra)
     local lib = {}
-    for name, f in pairs(pylib) do lib[name] = f end
+    for name, f in pairs(pylib) do
+        lib[name] = f
+        pyfuncs[f] = true
+    end
+    for name, v in pairs(extra or {}) do lib[name] = v end
     return lib
 end
 
-local cjson = copy_lib(host.cjson)
 local null = host.null
-cjson.null = null
-local real_pcall = pcall
-local function as_string_error(ok, ...)
-    if not ok then
-        local err = ...
-        if type(err) == "userdata" then
-            local _, text = host_classify(err)
-            return false, text
-        end
-    end
-    return ok, ...
-end
-local function guarded_pcall(f, ...)
-    return as_string_error(real_pcall(f, ...))
-end
+local cjson_fields = {null = null, _NAME = "cjson", _VERSION = "2.1.0"}
+local cjson = copy_lib(host.cjson, cjson_fields)
+local cmsgpack = copy_lib(host.cmsgpack, {
+    _NAME = "cmsgpack", _VERSION = "lua-cmsgpack 0.4.0",
+    _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
+    _DESCRIPTION = "MessagePack C implementation for Lua"})
+for _, f in pairs(redis) do if real_type(f) == "userdata" then pyfuncs[f] = true end end
+
+local coroutine_lib = {}
+for k, v in pairs(coroutine) do coroutine_lib[k] = v end
+coroutine_lib.resume = guarded_resume
+local table_lib = {}
+for k, v in pairs(table) do table_lib[k] = v end
+table_lib.insert = guard_table_write(tinsert)
+table_lib.remove = guard_table_write(tremove)
+table_lib.sort = guard_table_write(tsort)
 
 local libs = {
-    string = protect(string), math = protect(math), table = protect(table),
-    coroutine = protect(coroutine), redis = protect(redis),
-    cjson = protect(cjson), bit = protect(copy_lib(host.bit)),
-    struct = protect(copy_lib(host.struct)), cmsgpack = protect(copy_lib(host.cmsgpack)),
+    string = protect(string), math = protect(math), table = protect(table_lib),
+    coroutine = protect(coroutine_lib), cjson = protect(cjson),
+    bit = protect(copy_lib(host.bit)), struct = protect(copy_lib(host.struct)),
+    cmsgpack = protect(cmsgpack),
 }
-local allowed = {
-    assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
-    getmetatable = getmetatable, ipairs = ipairs, load = guarded_load,
-    loadstring = guarded_loadstring, next = next, pairs = pairs,
-    rawequal = rawequal, rawget = rawget, rawset = guarded_rawset, select = select,
-    pcall = guarded_pcall,
-    setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring,
-    type = type, unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
-}
-for k, v in pairs(libs) do allowed[k] = v end
-getmetatable("").__index = libs.string
+local string_mt = real_getmetatable("")
+string_mt.__index = libs.string
+metatables[""] = protect(string_mt)
 
--- the scripts' global table is an empty proxy: reads go to ``hidden`` (or fail like Redis),
--- writes always fail. It is the environment of every script and of what scripts compile
--- (loadstring/load); closures inherit it. The state's real global table stays as lupa
--- needs it, unreachable from scripts (no getfenv, no debug, no bytecode loading).
-hidden = {}
-for k, v in pairs(allowed) do hidden[k] = v end
--- a missing global is Redis's error; present ones are found by table lookups alone (no
--- Lua function call per global read)
-real_setmetatable(hidden, {__index = function(_, k)
-    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-end})
-globals = real_setmetatable({}, {
-    __index = hidden,
-    __newindex = function() error("Attempt to modify a readonly table", 2) end,
-    __metatable = false,
-})
-hidden._G = globals
-readonly[globals] = true
+local common = {
+    assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
+    getmetatable = guarded_getmetatable, ipairs = ipairs, load = guarded_load,
+    loadstring = guarded_loadstring, next = guarded_next, pairs = guarded_pairs,
+    rawequal = rawequal, rawget = guarded_rawget, rawset = guarded_rawset, select = select,
+    pcall = guarded_pcall, setmetatable = guarded_setmetatable, tonumber = tonumber,
+    tostring = tostring, type = guarded_type, unpack = unpack, xpcall = guarded_xpcall,
+    _VERSION = _VERSION,
+}
+for k, v in pairs(libs) do common[k] = v end
+
+common.redis = protect(redis)
+common.__redis__err__handler = redis_err_handler
+globals, hidden = make_env(common)
+common.__redis__err__handler = nil
+common.redis = protect(fn_redis)
+common.cjson = protect(copy_lib(host.fn_cjson, cjson_fields))
+fn_globals, fn_hidden = make_env(common)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
