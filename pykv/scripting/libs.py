@@ -33,21 +33,19 @@ __all__ = ["LibError", "Libraries"]
 
 # -- bit (LuaBitOp 1.0) ---------------------------------------------------------------------
 def _barg(args: tuple, i: int) -> int:
-    """LuaBitOp's barg: the number's low 32 bits after rounding (through the 2^52+2^51
-    bias: half to even); a non-number that converts to 0 is an error."""
+    """LuaBitOp's barg: the low 32 bits of the number's double after adding 2^52+2^51
+    (rounding half to even; big numbers keep their low mantissa bits); a non-number that
+    converts to 0 is an error."""
     v = args[i] if i < len(args) else None
     if isinstance(v, bytes):
         n = to_number(v)
-        v = 0 if n is None else n
         if n is None:
             raise LibError(f"number expected, got {arg_type(args, i)}", arg=i + 1)
+        v = n
     elif isinstance(v, bool) or not isinstance(v, (int, float)):
         raise LibError(f"number expected, got {arg_type(args, i)}", arg=i + 1)
-    if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            return 0
-        v = round(v)
-    return v & 0xFFFFFFFF
+    biased = float(v) + 6755399441055744.0
+    return int.from_bytes(pystruct.pack("<d", biased)[:4], "little")
 
 
 def _s32(x: int) -> int:

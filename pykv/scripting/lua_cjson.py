@@ -234,12 +234,13 @@ class CJson:
 
     def _array_length(self, items: list) -> int:
         """lua_array_length: the array size, or -1 for an object (0 for an empty table)."""
-        highest = 0
+        highest = 0  # a C int: an index beyond it converts to INT_MIN (x86-64)
         for k, _ in items:
             n = number_key(k)
             if n is None:
                 return -1
-            highest = max(highest, n)
+            if n > highest:
+                highest = n if n <= INT_MAX else -INT_MAX - 1
         ratio = self.encode_sparse_ratio
         if ratio > 0 and highest > len(items) * ratio and highest > self.encode_sparse_safe:
             if not self.encode_sparse_convert:
@@ -416,8 +417,8 @@ class _Decoder:
             return tok.value
         if t == "T_NUMBER":
             v = tok.value
-            if v == v and not math.isinf(v) and v == int(v) and abs(v) < 2 ** 63:
-                return int(v)  # the same Lua number; ints keep lupa's conversion exact
+            if v and v == v and not math.isinf(v) and v == int(v) and abs(v) < 2 ** 63:
+                return int(v)  # the same Lua number (-0.0 stays a float: its sign counts)
             return v
         if t == "T_NULL":
             return self.cfg.null
