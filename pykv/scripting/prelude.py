@@ -70,26 +70,34 @@ local function typename(n, v)
     return t
 end
 
--- "bad argument #n to 'f' (msg)" for the wrapper calling this, positioned at its caller,
--- as luaL_argerror words it
-local function argerror(n, msg)
-    local info = getinfo(2, "n")
-    local name = info and info.name or "?"
+-- "bad argument #n to 'f' (msg)" for the wrapper ``depth`` frames above this one (named
+-- as its caller wrote it, else ``fname``), positioned at its caller, as luaL_argerror
+-- words it. (A wrapper the script tail-called has lost that frame: no position then.)
+local function argerror(n, msg, fname, depth)
+    depth = depth or 0
+    local info = getinfo(2 + depth, "n")
+    local name = info and info.name
+    if not name then  -- called from C (pcall…): '?'; lost to a tail call: our best guess
+        local caller = getinfo(3 + depth, "S")
+        name = (caller and caller.what == "tail") and fname or "?"
+    end
     if info and info.namewhat == "method" then
         n = n - 1
-        if n == 0 then error(sformat("calling '%s' on bad self (%s)", name, msg), 3) end
+        if n == 0 then
+            error(sformat("calling '%s' on bad self (%s)", name, msg), 3 + depth)
+        end
     end
-    error(sformat("bad argument #%d to '%s' (%s)", n, name, msg), 3)
+    error(sformat("bad argument #%d to '%s' (%s)", n, name, msg), 3 + depth)
 end
 
-local function check_table(n, count, v)
+local function check_table(fname, n, count, v)
     if real_type(v) ~= "table" then
-        argerror(n, "table expected, got " .. typename(count >= n and 1 or 0, v))
+        argerror(n, "table expected, got " .. typename(count >= n and 1 or 0, v), fname, 1)
     end
 end
 
 local function guarded_type(...)
-    if select("#", ...) == 0 then argerror(1, "value expected") end
+    if select("#", ...) == 0 then argerror(1, "value expected", "type") end
     local v = ...
     local t = real_type(v)
     if t == "userdata" and pyfuncs[v] then return "function" end
@@ -98,37 +106,38 @@ end
 
 local function guarded_next(...)
     local t, k = ...
-    check_table(1, select("#", ...), t)
+    check_table("next", 1, select("#", ...), t)
     return next(readonly[t] or t, k)
 end
 
 local function guarded_pairs(...)
     local t = ...
-    check_table(1, select("#", ...), t)
+    check_table("pairs", 1, select("#", ...), t)
     return next, readonly[t] or t, nil
 end
 
 local function guarded_rawget(...)
     local n, t, k = select("#", ...), ...
-    check_table(1, n, t)
-    if n < 2 then argerror(2, "value expected") end
+    check_table("rawget", 1, n, t)
+    if n < 2 then argerror(2, "value expected", "rawget") end
     return rawget(readonly[t] or t, k)
 end
 
 local function guarded_rawset(...)
     local n, t, k, v = select("#", ...), ...
-    check_table(1, n, t)
-    if n < 2 then argerror(2, "value expected") end
-    if n < 3 then argerror(3, "value expected") end
+    check_table("rawset", 1, n, t)
+    if n < 2 then argerror(2, "value expected", "rawset") end
+    if n < 3 then argerror(3, "value expected", "rawset") end
     if readonly[t] then error(RO, 0) end
     return real_rawset(t, k, v)
 end
 
 local function guarded_setmetatable(...)
     local n, t, mt = select("#", ...), ...
-    check_table(1, n, t)
-    if mt ~= nil and real_type(mt) ~= "table" then argerror(2, "nil or table expected") end
-    if n < 2 then argerror(2, "nil or table expected") end
+    check_table("setmetatable", 1, n, t)
+    if (mt ~= nil and real_type(mt) ~= "table") or n < 2 then
+        argerror(2, "nil or table expected", "setmetatable")
+    end
     if readonly[t] then error(RO, 0) end
     local old = raw_getmetatable(t)
     if old and rawget(old, "__metatable") ~= nil then
@@ -139,7 +148,7 @@ end
 
 local metatables = {}  -- what getmetatable shows for proxies and strings (filled below)
 local function guarded_getmetatable(...)
-    if select("#", ...) == 0 then argerror(1, "value expected") end
+    if select("#", ...) == 0 then argerror(1, "value expected", "getmetatable") end
     local v = ...
     if readonly[v] or pyfuncs[v] then return metatables[v] end
     if real_type(v) == "string" then return metatables[""] end
@@ -162,10 +171,10 @@ local function guarded_loadstring(...)
     local n, chunk, name = select("#", ...), ...
     local tc = real_type(chunk)
     if tc ~= "string" and tc ~= "number" then
-        argerror(1, "string expected, got " .. typename(n, chunk))
+        argerror(1, "string expected, got " .. typename(n, chunk), "loadstring")
     end
     if name ~= nil and real_type(name) ~= "string" and real_type(name) ~= "number" then
-        argerror(2, "string expected, got " .. typename(n >= 2 and 1 or 0, name))
+        argerror(2, "string expected, got " .. typename(n >= 2 and 1 or 0, name), "loadstring")
     end
     chunk = tostring(chunk)
     if name == nil then name = chunk end
@@ -178,7 +187,7 @@ end
 local function guarded_load(...)
     local n, reader, name = select("#", ...), ...
     if real_type(reader) ~= "function" then
-        argerror(1, "function expected, got " .. typename(n, reader))
+        argerror(1, "function expected, got " .. typename(n, reader), "load")
     end
     local first = true
     local function read()
@@ -248,10 +257,6 @@ local function error_handler(err)
     return err
 end
 
-local function redis_err_handler(err)  -- the global scripts can call
-    return error_handler(err)
-end
-
 -- Redis's pcall: an error table with an ``err`` string comes back as that string
 local function pcall_result(ok, ...)
     if ok then return ok, ... end
@@ -264,14 +269,16 @@ local function pcall_result(ok, ...)
 end
 
 local function guarded_pcall(...)
-    if select("#", ...) == 0 then argerror(1, "value expected") end
+    -- Redis's pcall with nothing to call calls its own result placeholder
+    if select("#", ...) == 0 then return false, "attempt to call a boolean value" end
     return pcall_result(real_pcall(...))
 end
 
 local function guarded_xpcall(...)
     local n, f, h = select("#", ...), ...
-    if n < 2 then argerror(2, "value expected") end
-    if real_type(h) ~= "function" then return xpcall(f, h) end
+    if n < 2 then argerror(2, "value expected", "xpcall") end
+    -- (Redis's own handler needs the stack as the error left it: no wrapper around it)
+    if real_type(h) ~= "function" or h == error_handler then return xpcall(f, h) end
     return xpcall(f, function(e) return h(lua_error_value(e)) end)
 end
 
@@ -735,7 +742,7 @@ local common = {
 for k, v in pairs(libs) do common[k] = v end
 
 common.redis = protect(redis)
-common.__redis__err__handler = redis_err_handler
+common.__redis__err__handler = error_handler
 globals, hidden = make_env(common)
 common.__redis__err__handler = nil
 common.redis = protect(fn_redis)

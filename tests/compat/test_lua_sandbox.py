@@ -141,6 +141,26 @@ GLOBALS = [
     'return redis.acl_check_cmd()',
     'return _G.KEYS == KEYS',
     "return tostring(getmetatable('').__metatable)\n",
+    'return {pcall()}',
+    "return select('#', pcall())",
+    'local x = pairs() return x',
+    'local x = rawget() return x',
+    "local l = load l('x')",
+    'local x = setmetatable(1, {}) return x',
+    'local x = next() return x',
+    'local x = rawset({}) return x',
+    'local x = setmetatable({}) return x',
+    'local x = xpcall() return x',
+    'local t = {} local x = t:setmetatable() return x',
+    'local x = type() return x',
+    'local x = loadstring() return x',
+    'local x = getmetatable() return x',
+    'local x = rawget(_G) return x',
+    'local x = {xpcall(error, 1)} return x',
+    'local ok, e = pcall(setmetatable, {}, 5) return {ok, e}',
+    'local n = 0 for k, v in next, _G do n = n + 1 end return n',
+    'local n = 0 for i, v in ipairs(_G) do n = n + 1 end return {n, #_G, #string}',
+    'return {rawequal(string, string), rawequal(_G, getfenv and 1 or _G)}',
 ]
 
 # error objects, texts and positions; redis.* argument checks; result conversion
@@ -267,6 +287,74 @@ ERRORS = [
     'return {1e15, 1e16, -1e16}\n',
 ]
 
+# redis.call and errors from metamethods, sort/gsub callbacks and coroutines; pcall and
+# xpcall error objects; multi-line texts; RESP3 replies of redis.call
+NESTED = [
+    "local t = {3,1,2} table.sort(t, function(a, b) return redis.call('incr', 'str') end) return t",
+    "local t = {3,1,2} table.sort(t, function(a, b) error('in sort') end)",
+    "local t = {3,1,2} table.sort(t, function(a, b) redis.call('ping') return a < b end) return t",
+    "return string.gsub('abc', '%w', function(c) return redis.call('echo', c .. c) end)",
+    "return string.gsub('abc', '%w', function(c) return redis.call('nosuch') end)",
+    "local t = setmetatable({}, {__index = function(t, k) return redis.call('get', k) end}) return {t.str, t.nokey}",
+    "local t = setmetatable({}, {__add = function() return redis.call('nosuch') end}) return t + 1",
+    "local mt = {__concat = function(a, b) return redis.call('echo', 'cat') end} return setmetatable({}, mt) .. 'x'",
+    "return {pcall(string.gsub, 'a', 'a', error)}",
+    "string.gsub('a', 'a', error)",
+    "local t = setmetatable({}, {__index = function(t, k) error('idx ' .. k) end}) return t.foo",
+    "local t = setmetatable({}, {__call = function(self, x) return redis.call('echo', x) end}) return t('called')",
+    "local t = setmetatable({}, {__call = function(self, x) return redis.call() end}) return t('called')",
+    "return redis.call('echo', setmetatable({}, {__tostring = function() return 'x' end}))",
+    "local co = coroutine.wrap(function() redis.call('nosuch') end) co()",
+    "local co = coroutine.wrap(function() error('in co') end) co()",
+    "local co = coroutine.wrap(function() return redis.call('echo', 'from co') end) return co()",
+    "return {coroutine.resume(coroutine.create(function() error({err='tbl'}) end))}",
+    'return {coroutine.resume(coroutine.create(function() local x = nil + 1 end))}',
+    "local ok, e = pcall(function() redis.call('nosuch') end) return {ok, e}",
+    'local ok, e = pcall(error) return {ok, e}',
+    "local ok, e = pcall(error, {err = 'x'}) return {ok, type(e), e}",
+    'local ok, e = pcall(error, {err = 5}) return {ok, type(e), e}',
+    'local ok, e = pcall(error, {nope = 5}) return {ok, type(e)}',
+    "local ok, e = pcall(error, setmetatable({}, {__index = function() return 'meta' end})) return {ok, type(e), e}",
+    "local ok, e = xpcall(function() error('x', 2) end, function(m) return m end) return {ok, e}",
+    "local ok, e = xpcall(function() redis.call('incr', 'str') end, function(m) return m.err .. '|' .. tostring(m.ignore_error_stats_update) end) return {ok, e}",
+    'local ok, e = xpcall(function() redis.setresp() end, function(m) return m end) return {ok, e}',
+    'local ok, e = xpcall(function() redis.setresp() end, __redis__err__handler) return {ok, e}',
+    "local ok, e = xpcall(function() error('deep') end, __redis__err__handler) return {ok, e.err, e.source, e.line}",
+    "local function f() error('nested') end local function g() f() end local ok, e = pcall(g) return e",
+    "local function f()\n  error('nested')\nend\nlocal function g()\n  f()\nend\ng()",
+    'local function f()\n  local t = nil\n  return t.x\nend\nreturn f()',
+    "local function f()\n  redis.call('incr', 'str')\nend\nf()",
+    "local function f()\n  return redis.call('incr', 'str')\nend\nreturn f()",
+    "local function f()\n  cjson.decode('[')\nend\nf()",
+    "return redis.error_reply('ERR x\\r\\n')",
+    "return redis.error_reply('x\\ny')",
+    "error(redis.error_reply('WRONG mine'))",
+    "error('multi\\nline')",
+    "error({err = 'multi\\r\\nline'})",
+    "return {err = 'multi\\r\\nline'}",
+    "return {ok = 'multi\\r\\nline'}",
+    "return {{err = 'nested err'}, {ok = 'nested ok'}}",
+    "return redis.pcall('incr', 'str')",
+    "local r = redis.pcall('incr', 'str') return {r, r.err}",
+    "return {redis.pcall('incr', 'str')}",
+    "redis.setresp(3) return redis.call('hgetall', 'nokey')",
+    "redis.setresp(3) redis.call('hset', 'h', 'a', '1') return redis.call('hgetall', 'h')",
+    "redis.setresp(3) return redis.call('ping')",
+    'redis.setresp(3) return {double = 1.5}',
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'double')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'bignum')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'verbatim')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'true')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'null')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'map')",
+    "redis.setresp(3) return redis.call('debug', 'protocol', 'set')",
+    "return redis.call('debug', 'protocol', 'double')",
+    "return redis.call('debug', 'protocol', 'bignum')",
+    "return redis.call('debug', 'protocol', 'map')",
+    "redis.setresp(3) local v = redis.call('debug', 'protocol', 'double') return {type(v), v.double}",
+    "redis.setresp(3) local v = redis.call('debug', 'protocol', 'verbatim') return cjson.encode(v)\n",
+]
+
 SELFREF = [
     'local t = {} t[1] = t return t',
     'local t = {1} t[2] = t return t',
@@ -305,6 +393,11 @@ def test_protection_holds_after_attempts(d):
 
 def test_errors_and_conversions(d):
     for script in ERRORS:
+        everywhere(d, script)
+
+
+def test_nested_calls_and_error_objects(d):
+    for script in NESTED:
         everywhere(d, script)
 
 
