@@ -104,6 +104,16 @@ local function guarded_type(...)
     return t
 end
 
+-- what tostring shows for values that are not what Redis has there: Python callables
+-- (C functions in Redis) and cjson.null (a NULL light userdata in Redis)
+local shown_as = real_setmetatable({}, {__mode = "k"})
+local real_tostring = tostring
+local function guarded_tostring(...)
+    if select("#", ...) == 0 then argerror(1, "value expected", "tostring") end
+    local v = ...
+    return shown_as[v] or real_tostring(v)
+end
+
 local function guarded_next(...)
     local t, k = ...
     check_table("next", 1, select("#", ...), t)
@@ -710,6 +720,7 @@ local cmsgpack = copy_lib(host.cmsgpack, {
     _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
     _DESCRIPTION = "MessagePack C implementation for Lua"})
 for _, f in pairs(redis) do if real_type(f) == "userdata" then pyfuncs[f] = true end end
+shown_as[null] = "userdata: (nil)"
 
 local coroutine_lib = {}
 for k, v in pairs(coroutine) do coroutine_lib[k] = v end
@@ -736,7 +747,7 @@ local common = {
     loadstring = guarded_loadstring, next = guarded_next, pairs = guarded_pairs,
     rawequal = rawequal, rawget = guarded_rawget, rawset = guarded_rawset, select = select,
     pcall = guarded_pcall, setmetatable = guarded_setmetatable, tonumber = tonumber,
-    tostring = tostring, type = guarded_type, unpack = unpack, xpcall = guarded_xpcall,
+    tostring = guarded_tostring, type = guarded_type, unpack = unpack, xpcall = guarded_xpcall,
     _VERSION = _VERSION,
 }
 for k, v in pairs(libs) do common[k] = v end
@@ -747,6 +758,11 @@ globals, hidden = make_env(common)
 common.__redis__err__handler = nil
 common.redis = protect(fn_redis)
 common.cjson = protect(copy_lib(host.fn_cjson, cjson_fields))
+local count = 0
+for f in pairs(pyfuncs) do  -- a made-up address for each
+    count = count + 1
+    shown_as[f] = sformat("function: 0x%08x", 0x41000000 + count * 64)
+end
 fn_globals, fn_hidden = make_env(common)
 
 return {

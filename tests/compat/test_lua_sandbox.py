@@ -161,6 +161,12 @@ GLOBALS = [
     'local n = 0 for k, v in next, _G do n = n + 1 end return n',
     'local n = 0 for i, v in ipairs(_G) do n = n + 1 end return {n, #_G, #string}',
     'return {rawequal(string, string), rawequal(_G, getfenv and 1 or _G)}',
+    'return tostring(cjson.null)',
+    'return tostring(redis.call):sub(1, 10)',
+    'return tostring(cjson.encode):sub(1, 10)',
+    'return tostring(bit.band):sub(1, 10)',
+    'return {pcall(tostring)}',
+    'return type(redis.pcall) .. type(cjson.decode) .. type(struct.pack)',
 ]
 
 # error objects, texts and positions; redis.* argument checks; result conversion
