@@ -714,7 +714,23 @@ end
 
 local null = host.null
 local cjson_fields = {null = null, _NAME = "cjson", _VERSION = "2.1.0"}
+-- cjson.new(): a plain (writable) module table with its own settings
+local new_count = 0
+local function cjson_new(new)
+    return function()
+        local module = new()
+        for _, f in next, module do
+            if real_type(f) == "userdata" and f ~= null then
+                pyfuncs[f] = true
+                new_count = new_count + 1
+                shown_as[f] = sformat("function: 0x%08x", 0x42000000 + new_count * 64)
+            end
+        end
+        return module
+    end
+end
 local cjson = copy_lib(host.cjson, cjson_fields)
+cjson.new = cjson_new(host.cjson.new)
 local cmsgpack = copy_lib(host.cmsgpack, {
     _NAME = "cmsgpack", _VERSION = "lua-cmsgpack 0.4.0",
     _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
@@ -757,7 +773,9 @@ common.__redis__err__handler = error_handler
 globals, hidden = make_env(common)
 common.__redis__err__handler = nil
 common.redis = protect(fn_redis)
-common.cjson = protect(copy_lib(host.fn_cjson, cjson_fields))
+local fn_cjson = copy_lib(host.fn_cjson, cjson_fields)
+fn_cjson.new = cjson_new(host.fn_cjson.new)
+common.cjson = protect(fn_cjson)
 local count = 0
 for f in pairs(pyfuncs) do  -- a made-up address for each
     count = count + 1

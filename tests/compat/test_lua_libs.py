@@ -297,3 +297,19 @@ def test_fcall(diff, cases):
     finally:
         for c in (diff.real, diff.ours):
             c.call("FUNCTION", "FLUSH")
+
+
+def test_settings_live_in_each_lua_state(diff):
+    """cjson settings persist between scripts, separately for EVAL and FCALL (two Lua states
+    in Redis), until SCRIPT FLUSH gives EVAL a fresh state."""
+    try:
+        run_eval(diff, "return cjson.encode_max_depth(5)")
+        run_eval(diff, "return {cjson.encode_max_depth(), cjson.encode_sparse_array(true)}")
+        run_fcall(diff, "return {cjson.encode_max_depth(), cjson.encode_sparse_array()}")
+        diff("SCRIPT", "FLUSH")
+        run_eval(diff, "return {cjson.encode_max_depth(), cjson.encode_sparse_array()}")
+    finally:
+        for c in (diff.real, diff.ours):
+            c.call("EVAL", "cjson.encode_max_depth(1000) cjson.encode_sparse_array(false, 2, 10)",
+                   "0")
+            c.call("FUNCTION", "FLUSH")

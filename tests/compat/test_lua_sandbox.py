@@ -167,6 +167,17 @@ GLOBALS = [
     'return tostring(bit.band):sub(1, 10)',
     'return {pcall(tostring)}',
     'return type(redis.pcall) .. type(cjson.decode) .. type(struct.pack)',
+    'return select(2, loadstring(string.dump(function() return 1 end)))',
+    'return select(2, load(function() return string.dump(function() end) end))',
+    "return select(2, load(function() return string.dump(function() end) end, 'named'))",
+    'return {pcall(string.dump(function() return 1 end))}',
+    "return select(2, loadstring('\\27Lua'))",
+    "return select(2, loadstring('\\27'))",
+    "local n = 0 return {load(function() n = n + 1 if n == 1 then return 'return 7' end end)()}",
+    "local n = 0 return select(2, load(function() n = n + 1 if n == 1 then return 'x x' end end))",
+    'return type(cjson.new().encode)',
+    'local c = cjson.new() c.x = 1 return {c.x, type(c.new), c.encode({1})}',
+    'return tostring(cjson.new().decode):sub(1, 10)',
 ]
 
 # error objects, texts and positions; redis.* argument checks; result conversion
