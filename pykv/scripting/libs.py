@@ -19,6 +19,7 @@ from typing import Any
 from pykv.scripting.libbase import (
     LibError,
     arg_type,
+    integer_arg,
     number_arg,
     opt_integer,
     string_arg,
@@ -276,6 +277,48 @@ def struct_size(*args: Any) -> int:
     return pos
 
 
+# -- math.random (Redis's replacement: its own lrand48, the same sequence on every platform) --
+_LRAND48_MAX = 2147483647
+
+
+class LuaRandom:
+    """Redis's redisLrand48 state, one per server (EVAL and FCALL share it; SCRIPT FLUSH
+    keeps it)."""
+
+    def __init__(self) -> None:
+        self.x = 0x1234ABCD330E
+
+    def _next(self) -> float:
+        self.x = (0x5DEECE66D * self.x + 0xB) & ((1 << 48) - 1)
+        return ((self.x >> 17) % _LRAND48_MAX) / _LRAND48_MAX
+
+    def random(self, *args: Any) -> float | int:
+        r = self._next()
+        if not args:
+            return r
+        if len(args) == 1:
+            u = _c_int(integer_arg(args, 0))
+            if u < 1:
+                raise LibError("interval is empty", arg=1)
+            return math.floor(r * u) + 1
+        if len(args) == 2:
+            low, high = _c_int(integer_arg(args, 0)), _c_int(integer_arg(args, 1))
+            if low > high:
+                raise LibError("interval is empty", arg=2)
+            return math.floor(r * (high - low + 1)) + low
+        raise LibError("wrong number of arguments")
+
+    def randomseed(self, *args: Any) -> None:
+        seed = _c_int(integer_arg(args, 0)) & 0xFFFFFFFF
+        self.x = (seed << 16) | 0x330E
+
+
+def _c_int(n: int) -> int:
+    """C's int of a lua_Integer (the low 32 bits, signed)."""
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n & 0x80000000 else n
+
+
 # where a library function was called from, as luaL_where(1) and luaL_argerror see it: level
 # 2 is the Python function's own (C) frame, level 3 its caller
 _WHERE_LUA = r"""
@@ -340,6 +383,7 @@ class Libraries:
         self.cjson = CJson(lua, null, self._new_cjson)
         self.fn_cjson = CJson(lua, null, self._new_cjson)
         self.msgpack = CMsgpack(lua)
+        self.random = LuaRandom()
         wrap = self._wrap
         self.tables: dict[str, dict[bytes, Any]] = {
             "cjson": wrap(self.cjson.functions()),
@@ -348,6 +392,8 @@ class Libraries:
             "struct": wrap({b"pack": struct_pack, b"unpack": struct_unpack,
                             b"size": struct_size}),
             "cmsgpack": wrap(self.msgpack.functions()),
+            "math": wrap({b"random": self.random.random,
+                          b"randomseed": self.random.randomseed}),
         }
 
     def _wrap(self, funcs: dict[bytes, Any]) -> dict[bytes, Any]:

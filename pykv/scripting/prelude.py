@@ -747,8 +747,11 @@ table_lib.insert = guard_table_write(tinsert)
 table_lib.remove = guard_table_write(tremove)
 table_lib.sort = guard_table_write(tsort)
 
+local math_lib = copy_lib(host.math)  -- Redis's math.random/randomseed
+for k, v in pairs(math) do if math_lib[k] == nil then math_lib[k] = v end end
+
 local libs = {
-    string = protect(string), math = protect(math), table = protect(table_lib),
+    string = protect(string), math = protect(math_lib), table = protect(table_lib),
     coroutine = protect(coroutine_lib), cjson = protect(cjson),
     bit = protect(copy_lib(host.bit)), struct = protect(copy_lib(host.struct)),
     cmsgpack = protect(cmsgpack),

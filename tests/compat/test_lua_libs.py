@@ -1,5 +1,6 @@
 """Redis's bundled Lua libraries compared byte for byte with real redis-server 7.0 (issue 11,
-item 2): cjson (lua-cjson 2.1.0), cmsgpack (lua-cmsgpack 0.4.0), bit and struct.
+item 2): cjson (lua-cjson 2.1.0), cmsgpack (lua-cmsgpack 0.4.0), bit, struct and Redis's
+math.random.
 
 The cases are generated: numbers at the precision and integer boundaries (so
 ``9007199254740991`` comes back as Redis prints it), every byte and many escapes through
@@ -8,8 +9,9 @@ under every option setting, malformed JSON, MessagePack of every type width (int
 boundary, floats, strings and containers at each header size, nesting limits), a sweep of
 every first byte through ``cmsgpack.unpack`` with short and long payloads, and
 ``unpack_one``/``unpack_limit`` offsets. Scripts that change a cjson setting restore it
-before they return, so both servers' Lua states stay alike. Each case runs as EVAL and as an
-FCALL'd function (Redis keeps a separate Lua state for each), in RESP2 and RESP3.
+before they return, so both servers' Lua states stay alike. Each case runs as EVAL in RESP2,
+a quarter of them in RESP3 too (all under ``-m slow``), and a third as an FCALL'd function
+(Redis keeps a separate Lua state for functions).
 """
 from __future__ import annotations
 
@@ -271,25 +273,42 @@ def bit_struct_cases() -> list[str]:
     return cases
 
 
-CJSON, CMSGPACK, BIT_STRUCT = cjson_cases(), cmsgpack_cases(), bit_struct_cases()
+# Redis's math.random: its own lrand48, seeded here so both servers are at the same point
+MATH = [f"math.randomseed({seed}) local t = {{}} for i = 1, 20 do t[i] = math.random({arg}) end "
+        "t[21] = tostring(math.random()) return t"
+        for seed in (0, 1, 42, -7, "2^40 + 5", "'12'", 3.9) for arg in ("", "1000", "5, 10",
+                                                                        "-3, -3", "2.9")]
+MATH += ["return {pcall(math.random, 0)}", "return {pcall(math.random, 5, 1)}",
+         "return {pcall(math.random, 1, 2, 3)}", "return {pcall(math.random, 'x')}",
+         "return math.random(0)", "return {pcall(math.randomseed)}", "return type(math.random)"]
+
+CJSON, CMSGPACK, BIT_STRUCT = cjson_cases(), cmsgpack_cases(), bit_struct_cases() + MATH
 
 
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def d(request):
-    pair = request.getfixturevalue("diff" if request.param == 2 else "diff3")
-    yield pair
-    for c in (pair.real, pair.ours):
-        c.call("FUNCTION", "FLUSH")
+ALL = {"cjson": CJSON, "cmsgpack": CMSGPACK, "bit_struct_math": BIT_STRUCT}
 
 
-@pytest.mark.parametrize("cases", [CJSON, CMSGPACK, BIT_STRUCT], ids=["cjson", "cmsgpack",
-                                                                    "bit_struct"])
-def test_eval(d, cases):
-    for script in cases:
-        run_eval(d, script)
+@pytest.mark.parametrize("name", ALL)
+def test_eval(diff, name):
+    for script in ALL[name]:
+        run_eval(diff, script)
 
 
-@pytest.mark.parametrize("cases", [CJSON, CMSGPACK], ids=["cjson", "cmsgpack"])
+@pytest.mark.parametrize("name", ALL)
+def test_eval_resp3(diff3, name):
+    # the libraries do not see the protocol; a quarter of the cases checks the conversion
+    for script in ALL[name][::4]:
+        run_eval(diff3, script)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALL)
+def test_eval_resp3_all(diff3, name):
+    for script in ALL[name]:
+        run_eval(diff3, script)
+
+
+@pytest.mark.parametrize("cases", [CJSON, CMSGPACK, MATH], ids=["cjson", "cmsgpack", "math"])
 def test_fcall(diff, cases):
     try:
         for script in cases[::3]:  # FCALL's own Lua state; a third of the cases suffices
