@@ -34,7 +34,10 @@ def tname(x: Any) -> str:
         return "string"
     if isinstance(x, (int, float)):
         return "number"
-    return lua_type(x) or "userdata"
+    t = lua_type(x)
+    if t is None and callable(x):  # a library function (a C function in Redis)
+        return "function"
+    return t or "userdata"
 
 
 def arg_type(args: tuple, i: int) -> str:

@@ -183,6 +183,11 @@ def cjson_cases() -> list[str]:
               "return cjson.new().encode({1, 2, {a = 'b'}})",
               "local c = cjson.new() c.encode_max_depth(1) "
               "return {pcall(c.encode, {{}}), cjson.encode({{}})}"]
+    # library functions handed to library functions are functions there too
+    cases += ["return {pcall(cjson.encode, cjson.encode)}",
+              "return {pcall(cjson.encode, {redis.call})}", "return {pcall(bit.band, redis.call)}",
+              "return {pcall(struct.pack, 'i', redis.call)}",
+              "return {pcall(cjson.decode, redis.call)}", "return cmsgpack.pack({redis.call})"]
     return cases
 
 
