@@ -198,8 +198,11 @@ class CMsgpack:
             if i >= len(d):
                 raise _Missing
             value, i = self._value(d, i)
+            # raised by lua_settable inside the C function: Lua adds no position
             if key is None:
-                raise LibError("table index is nil")
+                raise LibError("table index is nil", positioned=True)
+            if key != key:
+                raise LibError("table index is NaN", positioned=True)
             table[key] = value
         return table, i
 

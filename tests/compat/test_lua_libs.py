@@ -337,3 +337,60 @@ def test_settings_live_in_each_lua_state(diff):
             c.call("EVAL", "cjson.encode_max_depth(1000) cjson.encode_sparse_array(false, 2, 10)",
                    "0")
             c.call("FUNCTION", "FLUSH")
+
+
+# -- fuzz: mutated JSON texts and random MessagePack bytes (a bounded slice by default) ------
+JSON_ATOMS = ["1", "-1", "0", "1.5", "1e5", '"a"', '"\\\\u00e9"', "true", "false", "null", "[]",
+              "{}", '"\\\\n"', "-0.0", "1E-3", '"x\\\\"y"', "0x1", "nan", "inf", "+2", "01",
+              '"\\\\ud800\\\\udc00"']
+SHOW_PACKED = ("local function show(v) if type(v) == 'number' then "
+               "return string.format('%.17g', v) elseif type(v) == 'table' then "
+               "return cmsgpack.pack(v) else return tostring(v) end end ")
+
+
+def fuzz_json(rng: random.Random) -> str:
+    def gen(depth: int = 0) -> str:
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            return rng.choice(JSON_ATOMS)
+        if r < 0.7:
+            return "[" + ",".join(gen(depth + 1) for _ in range(rng.randrange(4))) + "]"
+        return "{" + ",".join(f'"k{i}":{gen(depth + 1)}' for i in range(rng.randrange(4))) + "}"
+
+    chars = list(gen())
+    for _ in range(rng.randrange(3)):
+        i = rng.randrange(len(chars) + 1)
+        if rng.random() < 0.5 and chars:
+            del chars[min(i, len(chars) - 1)]
+        else:
+            chars.insert(i, rng.choice('[]{},:"\\ 0a-e.'))
+    text = "".join(chars).replace("\\", "\\\\").replace("'", "\\'")
+    return SHOW_PACKED + f"local ok, v = pcall(cjson.decode, '{text}') return {{tostring(ok), show(v)}}"
+
+
+def fuzz_msgpack(rng: random.Random) -> str:
+    data = bytes(rng.choice([rng.randrange(256), 0x90 | rng.randrange(16), 0x80 | rng.randrange(16),
+                             0xA0 | rng.randrange(32), 0xC0 + rng.randrange(0x20),
+                             rng.randrange(128)]) for _ in range(rng.randrange(1, 24)))
+    lua = "".join(f"\\{b}" for b in data)
+    call = rng.choice(["cmsgpack.unpack(s)", "cmsgpack.unpack_one(s)", "cmsgpack.unpack_limit(s, 2)",
+                       "cmsgpack.unpack_one(s, 1)"])
+    return (SHOW_PACKED + f"local s = '{lua}' local r = {{pcall(function() return {call} end)}} "
+            "local out = {tostring(r[1]), tostring(#r)} "
+            "for i = 2, #r do out[#out + 1] = show(r[i]) end return out")
+
+
+def run_fuzz(diff, count: int) -> None:
+    rng = random.Random(20261201)
+    for _ in range(count):
+        run_eval(diff, fuzz_json(rng))
+        run_eval(diff, fuzz_msgpack(rng))
+
+
+def test_fuzz_slice(diff):
+    run_fuzz(diff, 60)
+
+
+@pytest.mark.slow
+def test_fuzz(diff):
+    run_fuzz(diff, 2000)

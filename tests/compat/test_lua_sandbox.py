@@ -7,10 +7,14 @@ getmetatable, table.insert on protected tables), loadstring/load and binary chun
 pcall/xpcall error objects, the error texts and ``script: <sha>, on @user_script:<line>.``
 positions of runtime, API, library and redis.call errors, redis.* argument checks, the
 conversion of results (raw reads, ok/err/double/map/set/verbatim fields, NaN), and tables
-that contain themselves (Redis's "reached lua stack limit"). Cases that crash or hang real
-Redis 7.0.15 (``error({1})``, a ``load`` reader that never ends) are left out.
+that contain themselves (Redis's "reached lua stack limit"); then random sequences of such
+operations under pcall (a slice by default, more under ``-m slow``). Cases that crash or hang
+real Redis 7.0.15 (``error({1})``, a ``load`` reader that never ends) are left out, and so
+are argument errors of tail-called wrapped builtins (see ``pykv.scripting``).
 """
 from __future__ import annotations
+
+import random
 
 import pytest
 from lua_runner import deep_replies, everywhere, run_eval
@@ -430,3 +434,51 @@ def test_tables_that_contain_themselves(d):
             everywhere(d, script)
         run_eval(d, "local t = {} t[1] = {t} return t")
         run_eval(d, "local t = {} t[1] = {map = {x = t}} return t")
+
+
+# -- fuzz: random sequences of sandbox operations, each under pcall -------------------------
+STATEMENTS = [
+    "x = 1", "return y", "rawset(_G, 'a', 1)", "string.x = 1", "setmetatable(_G, {})",
+    "getmetatable('').__index = 1", "table.insert(redis, 1)",
+    "return rawget(_G, 'string') == string", "return type(next(string))",
+    "return loadstring('return 1')()", "return loadstring(1)",
+    "return load(function() return nil end)", "return redis.call('ping')", "return redis.call()",
+    "return redis.pcall('nosuch')", "return redis.error_reply('x')", "return cjson.encode({1})",
+    "error({err='e'})", "error('s')", "error()", "return #ARGV", "KEYS[1] = 'k'",
+    "return getmetatable(_G).__index", "return select('#', pcall(error))",
+    "return tostring(rawequal(_G, _G._G))",
+    "return coroutine.resume(coroutine.create(function() x = 1 end))", "return unpack({1, 2})",
+    "return redis.sha1hex(1)", "return redis.setresp(2)", "return math.huge",
+    "return bit.tohex(-1)", "return struct.pack('>I2', 7)",
+    "return cmsgpack.unpack(cmsgpack.pack({1}))[1]",
+    "return xpcall(error, function(e) return e end)",
+    "local t = setmetatable({}, {__index = _G}) return t.redis == redis", "return _G['nosuch']",
+    "local f = string.len return f('abc')", "return redis.call('incr', 'str')",
+    "return redis.call('get', {})", "local a = pairs(nil) return a",
+    "local a = next(_G, 'nosuchkey') return a",
+]
+
+
+def fuzz_script(rng) -> str:
+    parts = []
+    for statement in rng.sample(STATEMENTS, rng.randrange(2, 6)):
+        parts.append(f"do local r = {{pcall(function() {statement} end)}} local v = r[2] "
+                     "if type(v) == 'table' or type(v) == 'function' then v = 'obj' end "
+                     "out[#out + 1] = tostring(r[1]) .. ':' .. tostring(v) .. ':' .. type(r[2]) "
+                     "end")
+    return "local out = {} " + " ".join(parts) + " return out"
+
+
+def run_fuzz(d, count: int) -> None:
+    rng = random.Random(11)
+    for _ in range(count):
+        everywhere(d, fuzz_script(rng))
+
+
+def test_fuzz_slice(d):
+    run_fuzz(d, 15)
+
+
+@pytest.mark.slow
+def test_fuzz(d):
+    run_fuzz(d, 400)
