@@ -80,6 +80,27 @@ def pubsub_context(fullname: str) -> ErrorReply:
 NOT_IN_MULTI = ErrorReply(b"ERR Command not allowed inside a transaction")
 
 
+def exec_abort(err: ErrorReply) -> ErrorReply:
+    """Redis's execCommandAbort: EXEC itself refused (arity, NOAUTH...) discards the
+    transaction. Errors Redis formats (arity, pubsub context) lose their ``ERR``; shared
+    ones (``NOAUTH ...``, ``LOADING ...``) keep their code."""
+    text = err.data[4:] if err.data.startswith(b"ERR ") else err.data
+    return ErrorReply(b"EXECABORT Transaction discarded because of: " + text)
+
+
+MODULE_NOT_ALLOWED = ErrorReply(
+    b"ERR MODULE command not allowed. If the enable-module-command option is set to "
+    b"\"local\", you can run it from a local connection, otherwise you need to set this "
+    b"option in the configuration file, and then restart the server.")
+MODULE_LOAD_FAILED = ErrorReply(b"ERR Error loading the extension. Please check the server logs.")
+MODULE_NO_SUCH = ErrorReply(b"ERR Error unloading module: no such module with that name")
+
+HELLO_NOAUTH = ErrorReply(
+    b"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+    b"HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+    b"the RESP protocol version at the same time")
+
+
 def invalid_expire(cmd_name: str) -> ErrorReply:
     return ErrorReply((INVALID_EXPIRE_SET % cmd_name).encode())
 

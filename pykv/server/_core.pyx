@@ -25,6 +25,7 @@ from libc.stdlib cimport calloc, free
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
 from pykv.protocol.types import QUEUED, ErrorReply
+from pykv.server.watch import discard_transaction
 
 from pykv.protocol._parser cimport RequestParser
 from pykv.protocol._writer cimport write_reply
@@ -275,11 +276,20 @@ cdef class ClientCore:
                 break
             self.execute(argv)
         if parser.buffered() > self.server.config.client_query_buffer_limit:
-            log.warning("Closing client that reached max query buffer length: id=%d", self.id)
+            self.log_query_buffer_overflow()
             self.closing = True
             self.close_now()
             return
         parser.compact()
+
+    def log_query_buffer_overflow(self):
+        """Redis's warning, with the CLIENT LIST line and the buffer's first 64 bytes."""
+        from pykv.commands.client_cmd import client_info_line
+        from pykv.config.values import quote_repr
+
+        head = self.parser.peek(64).decode("utf-8", "surrogateescape")
+        log.warning("Closing client that reached max query buffer length: %s "
+                    "(qbuf initial bytes: %s)", client_info_line(self), quote_repr(head))
 
     cpdef execute(self, list argv):
         """Redis's processCommand: look up, check, queue or run one command."""
@@ -349,6 +359,9 @@ cdef class ClientCore:
         """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""
         if cmd is not None:
             (<CommandCore>cmd).rejected_calls += 1
+            if (<CommandCore>cmd).fullname == "exec":  # Redis's execCommandAbort
+                err = errors.exec_abort(err)
+                discard_transaction(self)
         if self.multi is not None:
             self.multi_dirty = True
         self.server.count_error(err)
