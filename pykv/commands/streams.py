@@ -764,7 +764,7 @@ def xsetid(c, argv):
         s.entries_added = entries_added
     if max_xdel != MIN_ID:
         s.max_deleted = max_xdel
-    c.db.modified(key)
+    # Redis 7.0's XSETID signals no modified key (WATCH, tracking): only the event
     _event(c, b"xsetid", key)
     c.server.dirty += 1
     return OK

@@ -157,6 +157,12 @@ class Database:
         """Call after changing a stored value in place (LPUSH on an existing list, …)."""
         self.signal_modified(self, key)
 
+    def unshare(self, key: bytes, value: Any) -> None:
+        """Store a new representation of the same value (bytes -> bytearray before an
+        in-place edit, Redis's dbUnshareStringValue): no change is signalled; the caller
+        signals if it then really changes something."""
+        self.data[key] = value
+
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
         self.data[key] = value
