@@ -376,8 +376,8 @@ def _stats(server: Any) -> Fields:
         ("total_writes_processed", server.stat_numcommands),
         ("io_threaded_reads_processed", 0),
         ("io_threaded_writes_processed", 0),
-        ("reply_buffer_shrinks", 0),
-        ("reply_buffer_expands", 0),
+        ("reply_buffer_shrinks", server.stat_reply_buffer_shrinks),
+        ("reply_buffer_expands", server.stat_reply_buffer_expands),
     ]
 
 

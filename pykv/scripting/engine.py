@@ -324,7 +324,7 @@ class Engine:
         arity = cmd.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
             return TAG_ERROR, _ERR_ARITY
-        if cmd.noscript:
+        if cmd.noscript and not self.client.server.script_disable_deny_script:
             return TAG_ERROR, _ERR_NOSCRIPT
         if cmd.is_write:
             if ctx.read_only:

@@ -243,6 +243,9 @@ cdef class ClientCore:
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
+    # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
+    cdef public Py_ssize_t buf_size, buf_peak
+    cdef public long long buf_peak_reset_ms
 
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
@@ -454,7 +457,10 @@ cdef class ClientCore:
     def write_out(self):
         """Hand the output buffer to the connection now (and close if asked to)."""
         cdef bytearray out = self.out
+        cdef Py_ssize_t n = len(out)
         if out and self.conn is not None and not self.closed:
+            if n > self.buf_peak:
+                self.buf_peak = n if n < self.buf_size else self.buf_size
             self.out = bytearray()
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)

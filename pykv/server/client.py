@@ -30,6 +30,7 @@ from pykv.server._core import (
     ClientCore,
     NoReply,
 )
+from pykv.server.replybuf import REPLY_CHUNK_BYTES
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -63,6 +64,8 @@ class Client(ClientCore):
         now = time.time()
         self.created = now
         self.last_interaction = now
+        self.buf_size = REPLY_CHUNK_BYTES
+        self.buf_peak_reset_ms = int(now * 1000)
         self.last_cmd: Command | None = None
         self.closing = False  # close once the pending replies are written
         self.closed = False

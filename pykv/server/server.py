@@ -24,6 +24,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
+from pykv.server import replybuf
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import Client
@@ -118,6 +119,14 @@ class Server(ServerCore):
         self.persistence = RdbPersistence(self)
         self.cron_hooks.append(self.persistence.cron)
         self.active_expire_enabled = True
+        self.pause_cron = False  # DEBUG PAUSE-CRON: the cron does nothing while set
+        # DEBUG REPLYBUFFER, and what the resizing did (pykv.server.replybuf)
+        self.reply_buffer_peak_reset_time = replybuf.DEFAULT_PEAK_RESET_MS
+        self.reply_buffer_resizing_enabled = True
+        self.stat_reply_buffer_shrinks = 0
+        self.stat_reply_buffer_expands = 0
+        self.cron_hooks.append(lambda: replybuf.clients_cron(self))
+        self.script_disable_deny_script = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
         self.keyspace_notifier: Callable[[str, bytes, bytes, int], None] | None = None
         # blocked clients (BLPOP & co.); the dispatcher serves ``ready_keys`` after each
@@ -494,8 +503,10 @@ class Server(ServerCore):
         self._cron_handle = self.loop.call_later(1.0 / hz, self.cron)
 
     def cron(self) -> None:
-        self.cronloops += 1
         try:
+            if self.pause_cron:  # DEBUG PAUSE-CRON 1
+                return
+            self.cronloops += 1
             self.clock.update()
             if not self.loading:  # while loading Redis runs none of this either
                 if self.active_expire_enabled:

@@ -263,6 +263,7 @@ class Database:
 
 
 LFU_INIT_VAL = 5
+LRU_CLOCK_MAX = (1 << 24) - 1  # Redis's 24-bit object clock, in seconds
 
 
 def lfu_counter(packed: int, now_min: int, decay_time: int) -> int:

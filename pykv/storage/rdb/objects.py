@@ -104,8 +104,8 @@ def _score_bytes(score: float) -> bytes:
     return format_double(score)
 
 
-def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
-    """Quicklist 2: nodes of listpacks, split the way ``list-max-listpack-size`` says."""
+def list_nodes(items: list[bytes], config: Any) -> list[list[bytes]]:
+    """The quicklist nodes ``items`` fill, split the way ``list-max-listpack-size`` says."""
     fill = getattr(config, "list_max_listpack_size", -2)
     nodes: list[list[bytes]] = []
     if fill > 0:
@@ -124,6 +124,12 @@ def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
             size += cost
         if node:
             nodes.append(node)
+    return nodes
+
+
+def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
+    """Quicklist 2: nodes of listpacks (``list_nodes``)."""
+    nodes = list_nodes(items, config)
     w.length(len(nodes))
     for node in nodes:
         w.length(enc.QUICKLIST_NODE_PACKED)
