@@ -64,7 +64,13 @@ def exists(c, argv):
 
 @command("touch")
 def touch(c, argv):
-    return sum(1 for key in argv[1:] if lookup_read(c, key) is not None)
+    db = c.db
+    touched = 0
+    for key in argv[1:]:
+        if lookup_read(c, key, False) is not None:
+            db.touch(key)  # even under CLIENT NO-TOUCH
+            touched += 1
+    return touched
 
 
 @command("type")

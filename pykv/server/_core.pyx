@@ -268,7 +268,9 @@ cdef class ClientCore:
         cdef object argv
         # one clock reading per batch: commands of one read see the same "now", as the
         # commands of one event-loop iteration do in Redis for expiry purposes
-        self.server.clock.update()
+        clock = self.server.clock
+        clock.update()
+        clock.no_touch = self.no_touch  # CLIENT NO-TOUCH: this client's reads touch nothing
         while not self.closing and self.blocked is None and not self.paused:
             try:
                 argv = parser.get_command()

@@ -640,3 +640,78 @@ def test_object_freq_counts_accesses_under_lfu(diff):
     finally:
         for c in (diff.real, diff.ours):
             c.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+
+
+def _policy(diff, policy: str) -> None:
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "maxmemory-policy", policy)
+        c.call("CONFIG", "SET", "lfu-log-factor", "10")
+
+
+def test_lfu_counter_with_log_factor_zero(diff):
+    """lfu-log-factor 0 makes every access an increment: the counter is exact, up to 255."""
+    _policy(diff, "allkeys-lfu")
+    try:
+        diff("CONFIG", "SET", "lfu-log-factor", "0")
+        diff("SET", "k", "v")
+        for _ in range(30):
+            diff("GET", "k")
+        diff("OBJECT", "FREQ", "k")
+        diff("SET", "k", "w")  # an overwrite is an access too
+        diff("OBJECT", "FREQ", "k")
+        diff("OBJECT", "IDLETIME", "k")
+    finally:
+        _policy(diff, "noeviction")
+
+
+def _restore_payload(diff) -> bytes:
+    diff("SET", "src", "value")
+    payload = diff.real.call("DUMP", "src")
+    return payload[payload.index(b"\r\n") + 2:-2]
+
+
+RESTORE_ACCESS = [
+    # (policy, RESTORE options, what to read back)
+    ("allkeys-lfu", ["FREQ", "100"], "FREQ"),
+    ("allkeys-lfu", ["FREQ", "0"], "FREQ"),
+    ("allkeys-lfu", ["FREQ", "255"], "FREQ"),
+    ("allkeys-lfu", ["IDLETIME", "1000"], "FREQ"),  # IDLETIME means nothing under LFU
+    ("allkeys-lfu", [], "FREQ"),
+    ("allkeys-lfu", ["FREQ", "100"], "IDLETIME"),
+    ("noeviction", ["FREQ", "100"], "IDLETIME"),  # FREQ means nothing under LRU
+    ("noeviction", ["FREQ", "100"], "FREQ"),
+    ("noeviction", ["IDLETIME", "100000000"], "IDLETIME"),  # past the 24-bit clock
+    ("allkeys-lru", ["IDLETIME", "20000000"], "IDLETIME"),
+    ("noeviction", ["IDLETIME", "16777215"], "IDLETIME"),
+    ("noeviction", ["IDLETIME", "16777216"], "IDLETIME"),
+    ("allkeys-lru", ["IDLETIME", "0"], "IDLETIME"),
+    ("noeviction", ["FREQ", "256"], "FREQ"),
+    ("noeviction", ["IDLETIME", "-1"], "IDLETIME"),
+    ("noeviction", ["FREQ", "1", "IDLETIME", "2"], "IDLETIME"),
+]
+
+
+@pytest.mark.parametrize("policy,opts,read", RESTORE_ACCESS,
+                         ids=[f"{p}-{' '.join(o)}-{r}" for p, o, r in RESTORE_ACCESS])
+def test_restore_freq_and_idletime(diff, policy, opts, read):
+    payload = _restore_payload(diff)
+    _policy(diff, policy)
+    try:
+        diff("RESTORE", "k", "0", payload, *opts)
+        real, ours = diff.both("OBJECT", read, "k")
+        if real.startswith(b":") and ours.startswith(b":"):
+            # the two servers may read their clocks either side of a second's turn
+            assert abs(int(real[1:-2]) - int(ours[1:-2])) <= 1, (real, ours)
+        else:
+            assert ours == real
+    finally:
+        _policy(diff, "noeviction")
+
+
+def test_restore_idletime_is_the_idle_time(diff):
+    payload = _restore_payload(diff)
+    diff("RESTORE", "k", "0", payload, "IDLETIME", "5000")
+    real, ours = (parse(x) for x in diff.both("OBJECT", "IDLETIME", "k"))
+    assert real in (5000, 5001) and ours in (5000, 5001), (real, ours)
+    diff("GET", "k")
+    diff("OBJECT", "IDLETIME", "k")
