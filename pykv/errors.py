@@ -88,10 +88,16 @@ def exec_abort(err: ErrorReply) -> ErrorReply:
     return ErrorReply(b"EXECABORT Transaction discarded because of: " + text)
 
 
-MODULE_NOT_ALLOWED = ErrorReply(
-    b"ERR MODULE command not allowed. If the enable-module-command option is set to "
-    b"\"local\", you can run it from a local connection, otherwise you need to set this "
-    b"option in the configuration file, and then restart the server.")
+def protected_refused(option: str) -> ErrorReply:
+    """DEBUG or MODULE LOAD/LOADEX/UNLOAD refused by ``enable-debug-command`` or
+    ``enable-module-command`` (``option`` is the config attribute name)."""
+    name = "DEBUG" if option == "enable_debug_command" else "MODULE"
+    return ErrorReply(
+        f"ERR {name} command not allowed. If the {option.replace('_', '-')} option is set "
+        f"to \"local\", you can run it from a local connection, otherwise you need to set "
+        f"this option in the configuration file, and then restart the server.".encode())
+
+
 MODULE_LOAD_FAILED = ErrorReply(b"ERR Error loading the extension. Please check the server logs.")
 MODULE_NO_SUCH = ErrorReply(b"ERR Error unloading module: no such module with that name")
 

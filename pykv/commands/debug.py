@@ -1,9 +1,9 @@
 """DEBUG: the harmless subcommands test suites and client libraries rely on.
 
-DEBUG obeys ``enable-debug-command`` as in Redis 7: ``no`` (Redis's default, and pykv's)
-refuses it, ``local`` allows it from unix sockets and loopback addresses, ``yes`` allows
-it. pykv's test fixtures start the server with ``yes``, like the real redis they compare
-against. Implemented: SLEEP, OBJECT, POPULATE, SET-ACTIVE-EXPIRE,
+DEBUG obeys ``enable-debug-command`` as in Redis 7 (checked by the dispatcher, so a refused
+DEBUG also fails a MULTI): ``no`` (Redis's default, and pykv's) refuses it, ``local`` allows
+it from unix sockets and loopback addresses, ``yes`` allows it. pykv's test fixtures
+start the server with ``yes``, like the real redis they compare against. Implemented: SLEEP, OBJECT, POPULATE, SET-ACTIVE-EXPIRE,
 SET-DISABLE-DENY-SCRIPTS, PAUSE-CRON, QUICKLIST-PACKED-THRESHOLD, LISTPACK, QUICKLIST, LOG,
 ERROR, DIGEST, DIGEST-VALUE, PROTOCOL, CHANGE-REPL-ID, REPLYBUFFER, STRINGMATCH-TEST and
 HELP (Redis 7.0's text). The crash/leak/reload helpers are not (Redis's "unknown
@@ -27,11 +27,6 @@ from pykv.protocol import OK, BigNumber, ErrorReply, RawReply, RespSet, SimpleSt
 from pykv.storage.keyspace import LRU_CLOCK_MAX
 
 log = logging.getLogger("pykv")
-
-NOT_ALLOWED = ErrorReply(
-    b"ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
-    b"you can run it from a local connection, otherwise you need to set this option in the "
-    b"configuration file, and then restart the server.")
 
 HELP = [
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -146,25 +141,6 @@ _PROTOCOL_TYPES = (b"string|integer|double|bignum|null|array|set|map|attrib|push
                    b"true|false")
 
 
-def debug_allowed(c) -> bool:
-    return protected_allowed(c, "enable_debug_command")
-
-
-def protected_allowed(c, option: str) -> bool:
-    """Redis's allowProtectedAction for ``enable-debug-command``/``enable-module-command``:
-    ``yes`` allows, ``local`` allows unix sockets and loopback peers, ``no`` refuses."""
-    mode = str(getattr(c.server.config, option, "no")).lower()
-    if mode in ("yes", "true", "1"):
-        return True
-    if mode == "local":
-        conn = c.conn
-        if conn is None or conn.type_name == "unix":
-            return True
-        host = c.addr.rsplit(":", 1)[0]
-        return host.startswith("127.") or host in ("::1", "[::1]")
-    return False
-
-
 def _unknown(argv: list[bytes]) -> ErrorReply:
     return ErrorReply(b"ERR unknown subcommand or wrong number of arguments for '" + argv[1]
                       + b"'. Try DEBUG HELP.")
@@ -172,8 +148,7 @@ def _unknown(argv: list[bytes]) -> ErrorReply:
 
 @command("debug")
 def debug(c, argv):
-    if not debug_allowed(c):
-        return NOT_ALLOWED
+    # enable-debug-command is checked by the dispatcher (Redis's CMD_PROTECTED)
     sub = argv[1].lower()
     handler = _SUBCOMMANDS.get((sub, len(argv)))
     if handler is None:

@@ -4,7 +4,8 @@ pykv cannot load Redis modules (they are C shared objects written against Redis'
 memory and object layout), so it behaves as a Redis whose every load fails: LIST is empty,
 LOAD and LOADEX answer Redis's "Error loading the extension" and log why, UNLOAD finds no
 such module. LOAD, LOADEX and UNLOAD are protected by ``enable-module-command`` (``no`` by
-default) with Redis's text, like DEBUG by ``enable-debug-command``.
+default; the dispatcher refuses them with Redis's text, ``PROTECTED`` in the registry),
+like DEBUG by ``enable-debug-command``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import os
 
 from pykv import errors
 from pykv.commands.client_cmd import help_reply
-from pykv.commands.debug import protected_allowed
 from pykv.commands.registry import command
 
 log = logging.getLogger("pykv")
@@ -72,25 +72,13 @@ def _loadex_syntax_ok(args: list[bytes]) -> bool:
     return True
 
 
-def _protected(handler):
-    """Refuse with Redis's text unless ``enable-module-command`` allows this client."""
-    def guarded(c, argv):
-        if not protected_allowed(c, "enable_module_command"):
-            return errors.MODULE_NOT_ALLOWED
-        return handler(c, argv)
-
-    return guarded
-
-
 @command("module|load")
-@_protected
 def module_load(c, argv):
     _load_failed(argv[2])
     return errors.MODULE_LOAD_FAILED
 
 
 @command("module|loadex")
-@_protected
 def module_loadex(c, argv):
     if _loadex_syntax_ok(argv[3:]):
         _load_failed(argv[2])
@@ -98,6 +86,5 @@ def module_loadex(c, argv):
 
 
 @command("module|unload")
-@_protected
 def module_unload(c, argv):
     return errors.MODULE_NO_SUCH

@@ -109,6 +109,7 @@ cdef class CommandCore:
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
     cdef public bint no_propagate, multi_immediate, is_write, loading_ok
+    cdef public object protected_by  # the enable-*-command option of DEBUG/MODULE LOAD
     # the latency histogram (see above): samples recorded, of which under 1 µs, and the rows
     cdef readonly long long lat_samples, lat_under_1us
     cdef unsigned long long *lat_rows[LAT_ROWS]
@@ -287,6 +288,14 @@ cdef class ClientCore:
             return
         parser.compact()
 
+    def protected_allowed(self, str option):
+        """Redis's allowProtectedAction: ``yes`` allows, ``local`` allows unix sockets and
+        loopback peers, ``no`` refuses (enable-debug-command, enable-module-command)."""
+        from pykv.config.runtime import is_local
+
+        mode = getattr(self.server.config, option)
+        return mode == "yes" or (mode == "local" and is_local(self.conn))
+
     def log_query_buffer_overflow(self):
         """Redis's warning, with the CLIENT LIST line and the buffer's first 64 bytes."""
         from pykv.commands.client_cmd import client_info_line
@@ -330,6 +339,9 @@ cdef class ClientCore:
             return
         if not self.authenticated and not cmd.no_auth:
             self.reject(errors.NOAUTH, cmd)
+            return
+        if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
+            self.reject(errors.protected_refused(cmd.protected_by), cmd)
             return
         if server.deny_write_error is not None and (
                 cmd.is_write or cmd.fullname == "ping"

@@ -276,3 +276,42 @@ def test_compressed_values_are_redis_bytes(diff):
         diff("DUMP", "k")
         real, ours = diff.both("DEBUG", "OBJECT", "k")
         assert _masked(ours) == _masked(real)
+
+
+@pytest.fixture(scope="module")
+def debug_disabled_pair():
+    from support.servers import REDIS_SERVER, RealRedis
+
+    from pykv.testing import Server
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    real = RealRedis(extra=["--enable-debug-command", "no"])
+    try:
+        with Server(config={"enable-debug-command": "no"}) as ours:
+            yield real.port, ours.port
+    finally:
+        real.stop()
+
+
+def test_debug_refused_when_disabled(diff, debug_disabled_pair):
+    """enable-debug-command no: refused before anything else, so inside MULTI the
+    transaction fails too (Redis's CMD_PROTECTED check in processCommand)."""
+    from support.resp import RawClient
+
+    d = type(diff)(RawClient(port=debug_disabled_pair[0]),
+                   RawClient(port=debug_disabled_pair[1]))
+    try:
+        d("CONFIG", "RESETSTAT")
+        d("DEBUG", "SLEEP", "0")
+        d("DEBUG", "HELP")
+        d("DEBUG")
+        d("MULTI")
+        d("DEBUG", "OBJECT", "k")
+        d("SET", "k", "v")
+        d("EXEC")
+        d("EXISTS", "k")
+        d("INFO", "errorstats")
+    finally:
+        d.real.close()
+        d.ours.close()

@@ -73,5 +73,9 @@ def test_module_in_multi_and_hello(diff):
     diff("MODULE", "LIST")
     diff("MODULE", "HELP")
     diff("EXEC")
+    diff("MULTI")
+    diff("MODULE", "LOAD", "/nonexistent/module.so")  # refused before queueing
+    diff("PING")
+    diff("EXEC")
     real, ours = diff.both("HELLO", "2")
     assert ours.endswith(b"$7\r\nmodules\r\n*0\r\n") and real.endswith(b"$7\r\nmodules\r\n*0\r\n")
