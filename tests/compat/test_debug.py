@@ -280,18 +280,12 @@ def test_compressed_values_are_redis_bytes(diff):
 
 @pytest.fixture(scope="module")
 def debug_disabled_pair():
-    from support.servers import REDIS_SERVER, RealRedis
-
-    from pykv.testing import Server
+    from support.servers import REDIS_SERVER, server_pair
 
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed")
-    real = RealRedis(extra=["--enable-debug-command", "no"])
-    try:
-        with Server(config={"enable-debug-command": "no"}) as ours:
-            yield real.port, ours.port
-    finally:
-        real.stop()
+    with server_pair({"enable-debug-command": "no"}) as ports:
+        yield ports
 
 
 def test_debug_refused_when_disabled(diff, debug_disabled_pair):

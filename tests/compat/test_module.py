@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 from support.resp import RawClient
-from support.servers import REDIS_SERVER, RealRedis
-
-from pykv.testing import Server
+from support.servers import REDIS_SERVER, server_pair
 
 COMMANDS = [
     ("MODULE", "LIST"),
@@ -45,12 +43,8 @@ def test_module_disabled(diff, diff3, cmd):
 def module_pair():
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed")
-    real = RealRedis(extra=["--enable-module-command", "local"])
-    try:
-        with Server(config={"enable-module-command": "local"}) as ours:
-            yield real.port, ours.port
-    finally:
-        real.stop()
+    with server_pair({"enable-module-command": "local"}) as ports:
+        yield ports
 
 
 @pytest.mark.parametrize("resp", [2, 3])

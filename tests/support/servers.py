@@ -1,6 +1,7 @@
 """Test servers: Debian's real redis-server, the oracle for differential tests."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
@@ -51,3 +52,18 @@ def wait_while_in_progress(client: RawClient, field: bytes, timeout: float = 30)
             return info
         assert time.monotonic() < deadline, f"{field!r} still in progress after {timeout}s"
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def server_pair(config: dict[str, str]):
+    """A real redis-server and a pykv started with the same extra ``config``; yields
+    their ports (for tests that need a setting the session's servers do not have)."""
+    from pykv.testing import Server
+
+    real = RealRedis(extra=[x for name, value in config.items()
+                            for x in (f"--{name}", value)])
+    try:
+        with Server(config=config) as ours:
+            yield real.port, ours.port
+    finally:
+        real.stop()
