@@ -17,7 +17,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.commands.registry import Command
 from pykv.net.base import Connection
 from pykv.protocol import ErrorReply, RequestParser, write_reply
 from pykv.server._core import (
@@ -30,6 +29,7 @@ from pykv.server._core import (
     ClientCore,
     NoReply,
 )
+from pykv.server.command_table import Command
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
