@@ -6,7 +6,7 @@ struct members, so reading them costs a pointer load instead of a Python attribu
 
 * ``CommandCore`` — a command's handler, arity, the flags the dispatcher checks, its
   ``INFO commandstats`` counters and its latency histogram (``LATENCY HISTOGRAM``, ``INFO
-  latencystats``; ``pykv.commands.registry.Command`` adds the metadata);
+  latencystats``; ``pykv.server.command_table.Command`` adds the metadata);
 * ``ServerCore`` — the server state every command touches (``pykv.server.server.Server``
   adds everything else);
 * ``ClientCore`` — a connection's protocol state, plus the dispatcher itself:
@@ -172,6 +172,9 @@ cdef class ServerCore:
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
     cdef public bint latency_tracking  # the latency-tracking config: call records histograms
     cdef public bint pause_active
+    # some client class has an output buffer limit (pykv.server.output_limits)
+    cdef public bint obuf_limits_on
+    cdef public object output_limits
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
     cdef public object loop
@@ -200,24 +203,6 @@ cdef class ServerCore:
             client.write_pending = False
             if not client.closed:
                 client.write_out()
-
-
-cdef class AofFeedCore:
-    """The append-only file's command buffer (``pykv.storage.aof.AppendOnlyFile`` adds the
-    files): ``feed`` runs for every write command while the AOF is on."""
-
-    cdef public bytearray buf
-    cdef public int current_db
-    cdef public long long fed  # commands fed so far (EXEC wrapping counts its own)
-
-    cpdef feed(self, int db_id, list argv):
-        """Append ``argv`` as a RESP command, after a SELECT when the database changes
-        (a list of bulk strings is exactly a RESP command)."""
-        if db_id != self.current_db:
-            write_reply(self.buf, [b"SELECT", b"%d" % db_id], 2)
-            self.current_db = db_id
-        write_reply(self.buf, argv, 2)
-        self.fed += 1
 
 
 cdef bint _queues_a_write(object queued):
@@ -298,7 +283,7 @@ cdef class ClientCore:
 
     def log_query_buffer_overflow(self):
         """Redis's warning, with the CLIENT LIST line and the buffer's first 64 bytes."""
-        from pykv.commands.client_cmd import client_info_line
+        from pykv.server.client_info import client_info_line
         from pykv.config.values import quote_repr
 
         head = self.parser.peek(64).decode("utf-8", "surrogateescape")
@@ -479,5 +464,7 @@ cdef class ClientCore:
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
+            if self.server.obuf_limits_on and self.server.output_limits.check(self):
+                return
         if self.closing and not self.closed:
             self.close_now()
