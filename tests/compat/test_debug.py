@@ -29,6 +29,12 @@ OBJECTS = [
     ([("SADD", "k", "a", "b")], "set hashtable"),
     ([("ZADD", "k", "1", "a", "2.5", "b")], "zset listpack"),
     ([("ZADD", "k", *[x for i in range(200) for x in (str(i), f"m{i}")])], "zset skiplist"),
+    ([("XADD", "k", "1-1", "f", "v"), ("XADD", "k", "2-1", "f", "v", "g", "w")], "stream"),
+    ([("XADD", "k", "1-1", "f", "v"), ("XGROUP", "CREATE", "k", "g", "0"),
+      ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "k", ">")], "stream with group"),
+    ([("PFADD", "k", "a", "b", "c")], "hyperloglog"),
+    ([("SETRANGE", "k", "0", "abc")], "raw by setrange"),
+    ([("SET", "k", "-5")], "negative int"),
 ]
 
 _MASK = re.compile(rb"Value at:0x[0-9a-f]+|lru:\d+ ")
