@@ -4,8 +4,8 @@ Redis signals a key as modified (WATCH, client-side caching) and fires keyspace 
 when a write command really changes it: ``SETBIT k 0 0`` on a bit already 0, ``HDEL`` of a
 missing field, ``EXPIRE ... NX`` on a key with a TTL and so on are silent. Each case below
 runs its setup, then ``WATCH k``, the command under test, and ``MULTI; PING; EXEC`` on both
-servers: EXEC's reply (an array, or a null array when the watch was touched) must be the same
-bytes, and so must the keyspace events a subscriber saw for the command. The table also has
+servers, in RESP2 and RESP3: EXEC's reply (an array, or a null when the watch was touched)
+must be the same bytes, and so must the keyspace events a subscriber saw for the command. The table also has
 real changes next to the no-ops, so a server that never signals fails too.
 """
 from __future__ import annotations
@@ -199,9 +199,11 @@ class Pair:
         self.ours.close()
 
 
-@pytest.fixture
-def pairs(real_redis, pykv_proc):
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def pairs(request, real_redis, pykv_proc):
     main = Pair(real_redis.port, pykv_proc.port)
+    if request.param == 3:
+        main.both("HELLO", "3")
     main.both("FLUSHALL")
     main.both("CONFIG", "SET", "notify-keyspace-events", "KEA")
     sub = Pair(real_redis.port, pykv_proc.port)
