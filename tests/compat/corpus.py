@@ -56,7 +56,7 @@ BANNED_BRANCHES = {"xadd": {"auto_id"}}
 
 # how a reply is compared when it cannot be byte-equal by nature
 UNORDERED = frozenset({"keys", "smembers", "sinter", "sunion", "sdiff", "hgetall", "hkeys",
-                       "hvals", "scan", "sscan", "hscan"})
+                       "hvals", "scan", "sscan", "hscan", "zscan"})
 SHAPE = frozenset({"randomkey", "srandmember", "hrandfield", "zrandmember", "object|idletime",
                    "pttl", "pexpiretime", "xpending", "xinfo|stream", "xinfo|groups",
                    "xinfo|consumers", "xautoclaim", "xclaim"})
@@ -77,10 +77,16 @@ SETUP: list[tuple[str, ...]] = [
     ("XGROUP", "CREATE", "x1", "g1", "0"), ("XREADGROUP", "GROUP", "g1", "c1", "COUNT", "1",
                                            "STREAMS", "x1", ">"),
     ("SETEX", "t1", "1000", "temp"), ("SET", "w_1", "3"), ("SET", "w_2", "1"),
+    # past the listpack/intset limits: hashtable, skiplist and big-list encodings
+    ("HSET", "h3", *[x for i in range(130) for x in (f"f{i}", str(i))]),
+    ("SADD", "st3", *[str(i) for i in range(600)]),
+    ("ZADD", "z3", *[x for i in range(130) for x in (str(i % 7), f"m{i}")]),
+    ("RPUSH", "l3", *[f"e{i}" for i in range(300)]),
 ]
 KEYS_BY_TYPE = {
-    "string": ["s1", "s2", "n1", "f1", "b1"], "list": ["l1", "l2"], "hash": ["h1", "h2"],
-    "set": ["st1", "st2"], "sorted-set": ["z1", "z2"], "geo": ["g1", "z1"],
+    "string": ["s1", "s2", "n1", "f1", "b1"], "list": ["l1", "l2", "l3"],
+    "hash": ["h1", "h2", "h3"], "set": ["st1", "st2", "st3"], "sorted-set": ["z1", "z2", "z3"],
+    "geo": ["g1", "z1"],
     "hyperloglog": ["p1", "s1"], "stream": ["x1"], "bitmap": ["s1", "b1", "n1", "s2"],
     "generic": ["s1", "l1", "h1", "st1", "z1", "x1", "t1", "n1"],
 }
@@ -94,7 +100,7 @@ INTEGERS = ["0", "1", "2", "3", "-1", "-2", "10", "100", "-100", "92233720368547
 DOUBLES = ["0", "1", "1.5", "-2.5", "3", "inf", "-inf", "+inf", "nan", "abc", "1e308", "1e400",
            "", "0x10", "-0", "1e-5", "(1", "(2.5"]
 STRINGS = ["a", "b", "c", "1", "2", "f1", "f2", "v1", "x", "", "\x00\xff\r\n", "hello",
-           "x" * 70, "3.5", "-7", "é", "Palermo", "Catania"]
+           "x" * 70, "3.5", "-7", "é", "Palermo", "Catania", "m5", "f100", "e7", "599"]
 PATTERNS = ["*", "a*", "?1", "[a-z]*", "\\*", "", "h*", "*1", "f[0-9]", "w_*"]
 UNIX_TIMES = ["0", "1", "1700000000", "9999999999", "-1", "abc", "99999999999999"]
 STREAM_IDS = ["0", "0-0", "1-1", "2-1", "3-0", "5", "1-*", "-", "+", "$", ">", "abc",
