@@ -12,11 +12,13 @@ wrong-type errors come up), comparing each reply's bytes.
 Nothing here touches a socket: ``sequence(family, seed)`` is a pure function of its
 arguments, so a failing sequence id reproduces exactly. Replies that cannot be equal are
 compared by ``compare_mode``: order-free for hash-table iteration, by shape for random
-picks and idle times, within a second for TTLs.
+picks and idle times, within a second for TTLs, and HELP by its first line (the rest is
+pykv's own wording, by design).
 """
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 import random
@@ -27,7 +29,7 @@ TABLE_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "pykv", "comman
 
 FAMILIES = ("string", "list", "hash", "set", "sorted-set", "generic", "bitmap",
             "hyperloglog", "geo", "stream", "connection", "server", "pubsub", "cluster",
-            "transactions")
+            "transactions", "scripting")
 # families mostly about the server or the connection: only their commands whose replies
 # are deterministic and that leave the connection usable (no HELLO/QUIT/CLIENT REPLY,
 # no SUBSCRIBE mode, no INFO/TIME/ROLE, nothing that saves, forks or waits)
@@ -38,6 +40,12 @@ ONLY = {
     "server": {"acl|cat", "acl|dryrun", "acl|help", "acl|whoami", "command|getkeys",
                "command|getkeysandflags", "command|help", "config|help", "dbsize", "flushdb",
                "latency|help", "memory|help", "module|help", "slowlog|help", "swapdb"},
+    # no SCRIPT DEBUG (a debugging session), no long-running scripts
+    "scripting": {"eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro",
+                  "function|delete", "function|dump", "function|flush", "function|help",
+                  "function|kill", "function|list", "function|load", "function|restore",
+                  "function|stats", "script|exists", "script|flush", "script|help",
+                  "script|kill", "script|load"},
     "pubsub": {"publish", "spublish", "pubsub|channels", "pubsub|help", "pubsub|numpat",
                "pubsub|numsub", "pubsub|shardchannels", "pubsub|shardnumsub", "punsubscribe",
                "sunsubscribe", "unsubscribe"},
@@ -56,15 +64,17 @@ BANNED_BRANCHES = {"xadd": {"auto_id"}}
 
 # how a reply is compared when it cannot be byte-equal by nature
 UNORDERED = frozenset({"keys", "smembers", "sinter", "sunion", "sdiff", "hgetall", "hkeys",
-                       "hvals", "scan", "sscan", "hscan", "zscan"})
+                       "hvals", "scan", "sscan", "hscan", "zscan", "function|list"})
 SHAPE = frozenset({"randomkey", "srandmember", "hrandfield", "zrandmember", "object|idletime",
                    "pttl", "pexpiretime", "xpending", "xinfo|stream", "xinfo|groups",
-                   "xinfo|consumers", "xautoclaim", "xclaim"})
+                   "xinfo|consumers", "xautoclaim", "xclaim",
+                   "function|dump"})  # libraries in the order of Redis's dict
 SCANS = {"scan": 1, "sscan": 2, "hscan": 2, "zscan": 2}  # where the cursor is in argv
 NEAR = frozenset({"ttl", "expiretime"})  # whole seconds: may tick between the two servers
 
 # the keyspace every sequence starts from (the same commands on both servers)
 SETUP: list[tuple[str, ...]] = [
+    ("FUNCTION", "FLUSH"), ("SCRIPT", "FLUSH"),   # FLUSHALL leaves both alone
     ("SET", "s1", "hello"), ("SET", "s2", ""), ("SET", "n1", "10"), ("SET", "f1", "1.5"),
     ("SET", "b1", "\x00\xff\x10bin"),
     ("RPUSH", "l1", "a", "b", "c", "1", "2", "a"), ("RPUSH", "l2", "x" * 70, "y"),
@@ -90,7 +100,7 @@ KEYS_BY_TYPE = {
     "hyperloglog": ["p1", "s1"], "stream": ["x1"], "bitmap": ["s1", "b1", "n1", "s2"],
     "generic": ["s1", "l1", "h1", "st1", "z1", "x1", "t1", "n1"],
 }
-for _family in ("connection", "server", "pubsub", "cluster", "transactions"):
+for _family in ("connection", "server", "pubsub", "cluster", "transactions", "scripting"):
     KEYS_BY_TYPE[_family] = KEYS_BY_TYPE["generic"]
 ALL_KEYS = sorted({k for keys in KEYS_BY_TYPE.values() for k in keys})
 MISSING = ["nokey", "new1", "new2"]
@@ -105,6 +115,17 @@ PATTERNS = ["*", "a*", "?1", "[a-z]*", "\\*", "", "h*", "*1", "f[0-9]", "w_*"]
 UNIX_TIMES = ["0", "1", "1700000000", "9999999999", "-1", "abc", "99999999999999"]
 STREAM_IDS = ["0", "0-0", "1-1", "2-1", "3-0", "5", "1-*", "-", "+", "$", ">", "abc",
               "18446744073709551615-18446744073709551615", "(1-1", "2-1"]
+SCRIPTS = ["return 1", "return KEYS[1]", "return redis.call('GET', KEYS[1])",
+           'return {1, 2, {3, "x"}}', "return redis.status_reply('DONE')",
+           "return redis.error_reply('MY err')", "return 1.5", "return nil", "return ARGV[1]",
+           "return redis.call('INCR', KEYS[1])", "return true", "return false",
+           "return redis.pcall('LPUSH', KEYS[1], 'x')", "return redis.call('NOSUCH')",
+           "return +", "", "return redis.call('SET', KEYS[1], ARGV[1])"]
+LIBRARIES = ["#!lua name=lib\nredis.register_function('f', function(keys, args) return 1 end)",
+             "#!lua name=lib2\nredis.register_function{function_name='g', callback=function("
+             "keys, args) return keys[1] end, flags={'no-writes'}}",
+             "#!lua name=lib\nreturn 1", "#!lua\nreturn 1", "#!python name=x\n", "no shebang",
+             "#!lua name=bad\nredis.register_function('f f', function() end)"]
 # argument values by name, where the name says more than the type
 BY_NAME = {
     "longitude": ["13.361389", "15.087269", "-180", "180.1", "0", "abc"],
@@ -130,6 +151,9 @@ BY_NAME = {
     "command": ["get", "set", "mset", "zunionstore", "eval", "xread", "sort", "nosuch", "GET",
                 "lmpop", "georadius", "object"],
     "index": ["0", "1", "15", "16", "-1", "abc"],   # SELECT / SWAPDB
+    "script": SCRIPTS, "function-code": LIBRARIES, "function": ["f", "g", "nosuch", ""],
+    "sha1": [hashlib.sha1(s.encode()).hexdigest() for s in SCRIPTS[:4]] + ["0" * 40, "abc"],
+    "library-name": ["lib", "lib2", "nosuch"], "library-name-pattern": ["*", "lib*", "x"],
 }
 STREAM_ID_NAMES = {"id", "start", "end", "last-id", "max_deleted_entry_id"}
 ZRANGE_BOUNDS = ["-", "+", "[a", "(b", "a", "0", "1", "(1", "-inf", "+inf", "-1", "abc", "[c"]
@@ -152,7 +176,9 @@ def compare_mode(name: str, argv: tuple[str, ...] = ()) -> str:
         return "shape"  # a cursor other than 0 is a position in each server's own table
     if name in UNORDERED or (name in ("sort", "sort_ro") and _sorts_by_pattern(argv)):
         return "unordered"
-    if name in SHAPE or name.endswith("|help"):  # HELP texts are pykv's own words, by design
+    if name.endswith("|help"):  # HELP texts are pykv's own words, by design
+        return "help"
+    if name in SHAPE:
         return "shape"
     if name in NEAR:
         return "near"
