@@ -65,6 +65,8 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
 
 
 def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
+    if by_sha and len(argv[1]) != 40:  # Redis refuses it before reading numkeys
+        return errors.NOSCRIPT
     engine = get_engine(c.server)
     numkeys = numkeys_arg(argv, 2)
     if by_sha:

@@ -56,14 +56,20 @@ _SWAPPED_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_
                   "scan_index")
 
 
+def _int_index(arg: bytes) -> int | None:
+    """A C int, as Redis's getIntFromObjectOrReply reads one; None otherwise."""
+    value = to_int(arg)
+    return value if value is not None and -(1 << 31) <= value < 1 << 31 else None
+
+
 @command("swapdb")
 def swapdb(c, argv):
-    first = to_int(argv[1])
+    first = _int_index(argv[1])
     if first is None:
-        return ErrorReply(b"ERR invalid first DB index")
-    second = to_int(argv[2])
+        return errors.INVALID_FIRST_DB_INDEX
+    second = _int_index(argv[2])
     if second is None:
-        return ErrorReply(b"ERR invalid second DB index")
+        return errors.INVALID_SECOND_DB_INDEX
     server = c.server
     count = len(server.dbs)
     if not (0 <= first < count and 0 <= second < count):
