@@ -18,6 +18,7 @@ from pykv.commands.strings import lookup_read
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.blocking import block_for_keys
 from pykv.server.notify import notify
+from pykv.storage.keyspace import now_ms
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.values import copy_value, type_name
 from pykv.util.glob import matcher
@@ -354,7 +355,9 @@ def _ttl_generic(c: Any, key: bytes, ms: bool, absolute: bool) -> int:
     when = c.db.get_expire(key)
     if when == -1:
         return -1
-    ttl = when if absolute else max(when - c.server.clock.ms, 0)
+    # the time now, not the command's (Redis's mstime()): a key a script still sees after
+    # its time has come has a TTL of 0
+    ttl = when if absolute else max(when - now_ms(), 0)
     return ttl if ms else (ttl + 500) // 1000
 
 
