@@ -355,9 +355,10 @@ def _ttl_generic(c: Any, key: bytes, ms: bool, absolute: bool) -> int:
     when = c.db.get_expire(key)
     if when == -1:
         return -1
-    # the time now, not the command's (Redis's mstime()): a key a script still sees after
-    # its time has come has a TTL of 0
-    ttl = when if absolute else max(when - now_ms(), 0)
+    # a script keeps its start time for expiry, but Redis counts a TTL from the time now
+    # (mstime()): a key the script still sees after its time has come has a TTL of 0
+    now = now_ms() if getattr(c, "is_script_client", False) else c.server.clock.ms
+    ttl = when if absolute else max(when - now, 0)
     return ttl if ms else (ttl + 500) // 1000
 
 

@@ -14,6 +14,12 @@ for when it ends (Redis 7.0 shuts down only then); in both cases its caller gets
 Scripts call commands through ``ScriptClient``, a connection-less client that captures
 replies as values; the checks Redis makes for scripts (unknown command, arity, noscript,
 writes from read-only scripts) come first, with Redis's texts.
+
+Known differences from Redis 7.0: a SIGTERM/SIGINT during a busy script is logged when the
+script ends, not when it arrives; one that arrives before the script is past
+``busy-reply-threshold`` lets its reply out before the shutdown (Redis exits first);
+``redis.call``/``redis.pcall`` take at most 7997 arguments (lupa's call needs stack slots of
+its own; Redis allows unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
 """
 from __future__ import annotations
 
@@ -257,7 +263,6 @@ class Engine:
         saved = self._saved_signals = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous = signal.getsignal(sig)
-            saved[sig] = previous
 
             def on_signal(signum: int, frame: Any, previous: Any = previous) -> None:
                 if self.ctx is not None:
@@ -265,7 +270,11 @@ class Engine:
                 if callable(previous):
                     previous(signum, frame)
 
-            signal.signal(sig, on_signal)
+            try:
+                signal.signal(sig, on_signal)
+            except ValueError:  # not the main thread (an embedded server): nothing to catch
+                return
+            saved[sig] = previous
 
     def _final_reply(self, ctx: RunContext, result: tuple) -> Any:
         if result[0]:
