@@ -80,6 +80,11 @@ def pubsub_context(fullname: str) -> ErrorReply:
 NOT_IN_MULTI = ErrorReply(b"ERR Command not allowed inside a transaction")
 
 
+def exec_abort(err: ErrorReply) -> ErrorReply:
+    """EXEC refused before it runs (``err``: BUSY, LOADING…); the transaction is dropped."""
+    return ErrorReply(b"EXECABORT Transaction discarded because of: " + err.data)
+
+
 def invalid_expire(cmd_name: str) -> ErrorReply:
     return ErrorReply((INVALID_EXPIRE_SET % cmd_name).encode())
 

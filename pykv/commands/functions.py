@@ -206,6 +206,8 @@ def function_restore(c, argv):
 @command("function|stats")
 def function_stats(c, argv):
     ctx = c.server.busy_script
+    if ctx is not None and not ctx.is_function:  # Redis: only a busy function is described
+        return ctx.busy_error
     running = None
     if ctx is not None:
         running = {b"name": ctx.name,

@@ -25,6 +25,7 @@ from libc.stdlib cimport calloc, free
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
 from pykv.protocol.types import QUEUED, ErrorReply
+from pykv.server.watch import discard_transaction
 
 from pykv.protocol._parser cimport RequestParser
 from pykv.protocol._writer cimport write_reply
@@ -351,6 +352,10 @@ cdef class ClientCore:
             (<CommandCore>cmd).rejected_calls += 1
         if self.multi is not None:
             self.multi_dirty = True
+        if cmd is not None and (<CommandCore>cmd).fullname == "exec":
+            # Redis's execCommandAbort (EXEC refused while busy, loading…): MULTI ends
+            err = errors.exec_abort(err)
+            discard_transaction(self)
         self.server.count_error(err)
         self.add_reply(err)
 

@@ -124,3 +124,21 @@ def test_notbusy(diff, diff3):
     for d in (diff, diff3):
         d("SCRIPT", "KILL")
         d("FUNCTION", "KILL")
+
+
+OTHER_CLIENT_STEPS = [
+    ("AUTH", "x"), ("AUTH", "default", "x"), ("CLIENT", "SETNAME", "n"), ("CLIENT", "ID"),
+    ("MULTI",), ("PING",), ("DISCARD",), ("MULTI",), ("GET", "k"), ("EXEC",), ("EXEC",),
+    ("WATCH", "k"), ("UNWATCH",), ("INFO", "server"), ("CONFIG", "GET", "port"),
+    ("FUNCTION", "STATS"), ("SCRIPT", "EXISTS", "x"), ("SELECT", "1"), ("ECHO", "x"),
+    ("SUBSCRIBE", "ch"), ("UNSUBSCRIBE", "ch"), ("RESET",), ("SCRIPT", "KILL"),
+]
+
+
+@pytest.mark.parametrize("resp", [2, 3])
+def test_what_other_clients_get_while_busy(real_redis, pykv_proc, resp):
+    """Which commands run and which get BUSY; an EXEC refused as BUSY ends the MULTI
+    (EXECABORT ... because of: BUSY ..., even without one), as Redis's execCommandAbort."""
+    out = _same(real_redis, pykv_proc, resp, ("EVAL", SPIN_TIGHT, "0"), OTHER_CLIENT_STEPS)
+    assert out[9].startswith(b"-EXECABORT Transaction discarded because of: BUSY ")
+    assert out[11] == b"+OK\r\n"  # WATCH: no MULTI any more
