@@ -168,3 +168,16 @@ def test_slow_and_killed_script_log_lines():
             time.sleep(0.05)
         return _log_lines(server.log())
     _side_by_side(scenario)
+
+
+def test_sigterm_during_a_busy_script_that_ends_by_itself():
+    """The script finishes on its own; the shutdown comes then, its reply never does."""
+    script = ("local t = redis.call('time') local stop = t[1] * 1000000 + t[2] + 1500000 "
+              "while true do local n = redis.call('time') "
+              "if n[1] * 1000000 + n[2] > stop then return 'done' end end")
+
+    def scenario(server):
+        admin, runner = _start_busy(server.port, ("EVAL", script, "0"))
+        server.process.send_signal(signal.SIGTERM)
+        return [_call(admin, "PING"), _reply(runner), _exit_status(server.process)]
+    _side_by_side(scenario)
