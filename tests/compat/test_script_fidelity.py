@@ -189,6 +189,12 @@ REJECTED = [
     ("EVAL_RO", "return redis.call('set', 'k', 'v')", "0"),  # a write from a read-only script
     ("EVAL", "#!lua flags=bogus\nreturn 1", "0"),            # a bad shebang
     ("EVAL", "local t = {} for i = 1, 9000 do t[i] = i end return {unpack(t)}", "0"),
+    ("EVAL", "return redis.call({})", "0"),                  # a bad argument to redis.call
+    ("EVAL", "return redis.call()", "0"),
+    ("EVAL", "return redis.pcall('set')", "0"),              # a command refused (arity)
+    ("EVAL", "return redis.status_reply(1)", "0"),           # a helper's argument error
+    ("EVAL", "return redis.setresp(9)", "0"),
+    ("FCALL", "nosuch", "0"),
 ]
 
 
@@ -211,7 +217,7 @@ def _rejected_growth(port: int) -> int:
 
         run(20)
         before = _lua_memory(c)
-        run(1250)  # 10,000 rejected scripts
+        run(715)  # 10,010 rejected scripts
         return _lua_memory(c) - before
     finally:
         c.close()
