@@ -133,9 +133,14 @@ def shutdown(c, argv):
         return ErrorReply(b"ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING "
                           b"client")
     server = c.server
+    busy = server.busy_script  # a script holds the loop: only SHUTDOWN NOSAVE, as Redis
+    if busy is not None and b"nosave" not in flags:
+        return busy.busy_error
     save = True if b"save" in flags else False if b"nosave" in flags else None
     if not server.prepare_for_shutdown(save=save, force=b"force" in flags):
         return ErrorReply(b"ERR Errors trying to SHUTDOWN. Check logs.")
+    if busy is not None:
+        busy.abort_for_shutdown()  # it ends at its next hook; the loop then stops
     from pykv.server.client import NO_REPLY
 
     if server.loop is not None:

@@ -366,6 +366,10 @@ cdef class ClientCore:
                 discard_transaction(self)
         if self.multi is not None:
             self.multi_dirty = True
+        if cmd is not None and (<CommandCore>cmd).fullname == "exec":
+            # Redis's execCommandAbort (EXEC refused while busy, loading…): MULTI ends
+            err = errors.exec_abort(err)
+            discard_transaction(self)
         self.server.count_error(err)
         self.add_reply(err)
 
