@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 
+from pykv.assemble import build_server, command_exists
 from pykv.config import Config
 from pykv.config.loader import REDIS_VERSION, ConfigLoadError, load_config
 
@@ -93,9 +94,7 @@ def write_pidfile(path: str) -> None:
 
 
 async def run_server(config: Config) -> int:
-    from pykv.server.server import Server
-
-    server = Server(config)
+    server = build_server(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.request_shutdown_signal, sig)
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     setup_logging()
     try:
-        config = load_config(argv, log=log.warning)
+        config = load_config(argv, log=log.warning, command_exists=command_exists)
     except ConfigLoadError as exc:
         if exc.as_log:
             log.warning("%s", exc)

@@ -116,8 +116,7 @@ def restore(c, argv):
         db.set_expire(key, when)
         if not absttl:  # logged with the absolute time, as Redis rewrites it
             c.propagate_as([*argv[:2], b"%d" % when, *argv[3:], b"ABSTTL"])
-    if idle >= 0:
-        db.access[key] = db.clock.sec - idle
+    db.restore_access(key, freq, idle)
     notify(c.server, "g", b"restore", key, db.id)
     c.server.dirty += 1
     return OK

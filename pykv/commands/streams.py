@@ -764,7 +764,7 @@ def xsetid(c, argv):
         s.entries_added = entries_added
     if max_xdel != MIN_ID:
         s.max_deleted = max_xdel
-    c.db.modified(key)
+    # Redis 7.0's XSETID signals no modified key (WATCH, tracking): only the event
     _event(c, b"xsetid", key)
     c.server.dirty += 1
     return OK
@@ -785,11 +785,11 @@ def xgroup(c, argv):
     argc = len(argv)
     mkstream = False
     entries_read = INVALID_ENTRIES_READ
-    if opt == b"create":
+    if opt in (b"create", b"setid"):  # options first (a bad number wins), arity at the end
         i = 5
         while i < argc:
             low = argv[i].lower()
-            if low == b"mkstream":
+            if low == b"mkstream" and opt == b"create":
                 mkstream = True
                 i += 1
             elif low == b"entriesread" and i + 1 < argc:
@@ -797,13 +797,6 @@ def xgroup(c, argv):
                 i += 2
             else:
                 raise _subcommand_syntax(argv, b"XGROUP")
-    elif opt == b"setid":
-        if argc == 7:
-            if argv[5].lower() != b"entriesread":
-                raise _subcommand_syntax(argv, b"XGROUP")
-            entries_read = _entries_read_arg(argv[6])
-        elif argc != 5:
-            raise _subcommand_syntax(argv, b"XGROUP")
     key, name = argv[2], argv[3]
     s = _get_stream(c, key)
     group = None

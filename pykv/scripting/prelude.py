@@ -322,22 +322,10 @@ local function error_table(msg)
     end
     return {err = (sgsub(msg, "[\r\n]+$", ""))}
 end
-redis.error_reply = function(...)
-    local msg = ...
-    if select("#", ...) ~= 1 or real_type(msg) ~= "string" then
-        return {err = "ERR wrong number or type of arguments"}
-    end
-    if sbyte(msg, 1) ~= 45 then msg = "-" .. msg end
-    return error_table(msg)
-end
-redis.status_reply = function(msg)
-    if type(msg) ~= "string" and type(msg) ~= "number" then
-        return {err = "ERR wrong number or type of arguments"}
-    end
-    return {ok = tostring(msg)}
-end
--- Python functions (C functions in Redis): a tail call to one keeps the script's frame,
--- which error positions need
+-- Python functions (C functions in Redis, see pykv.scripting.helpers): a tail call to one
+-- keeps the script's frame, which error positions need
+redis.error_reply = host.error_reply
+redis.status_reply = host.status_reply
 redis.sha1hex = host.sha1hex
 redis.log = host.log
 redis.setresp = host.setresp
@@ -571,10 +559,18 @@ local function encode_result(v, resp, lua_resp)
 end
 
 -- running scripts -------------------------------------------------------------------------
+-- A kill is final (as in Redis): from then on the hook runs on every line of Lua code
+-- (not of this prelude, whose frames stand for Redis's C functions) and raises again, so
+-- a pcall that caught it cannot keep the script alive.
+local host_killed = host.killed
+local function killed_hook()
+    if getinfo(2, "S").source ~= INTERNAL then host_killed() end
+end
+
 local function hook()
     if host_hook() then
-        sethook()
-        error("Script killed by user with SCRIPT KILL...", 0)
+        sethook(killed_hook, "l")
+        host_killed()
     end
 end
 

@@ -1,33 +1,13 @@
-"""Argument rules of Redis's C implementations of the ``redis.*`` Lua API.
+"""How Redis's C code turns Lua values into strings: ``lua_tolstring`` (``%.14g`` numbers)
+and ``redis.call``'s arguments (``%.17g`` numbers, which keep their precision).
 
 Lua values reach Python through lupa as bytes (strings), int/float (numbers), bool, None or
-Lua objects. Redis's C functions read them with ``lua_tonumber``/``lua_tolstring``, whose
-conversions (strings that look like numbers, numbers printed with ``%.14g``) these helpers
-reproduce, so ``redis.setresp('3')`` or ``redis.sha1hex(1)`` behave as in Redis.
+Lua objects.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
-
-
-def lua_tonumber(v: Any) -> float | int:
-    """``lua_tonumber``: numbers as they are, numeric strings converted, anything else 0."""
-    t = type(v)
-    if t is int or t is float:
-        return v
-    if t is bytes:
-        text = v.strip()
-        try:
-            return float(text)
-        except ValueError:
-            pass
-        try:
-            return int(text, 16) if text[:2].lower() == b"0x" else 0
-        except ValueError:
-            return 0
-    return 0
 
 
 def lua_tostring(v: Any, digits: int = 14) -> bytes | None:
@@ -52,11 +32,3 @@ def command_arg(v: Any) -> bytes | None:
     """A ``redis.call`` argument: strings as they are, numbers with ``%.17g`` (Redis keeps
     their precision); None for other types."""
     return lua_tostring(v, 17)
-
-
-def sha1hex(args: tuple) -> bytes | None:
-    """redis.sha1hex's digest, or None for a wrong argument count (a non-string hashes as
-    the empty string: Redis hashes what lua_tolstring gives, NULL)."""
-    if len(args) != 1:
-        return None
-    return hashlib.sha1(lua_tostring(args[0]) or b"").hexdigest().encode()

@@ -17,7 +17,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.commands.registry import Command
 from pykv.net.base import Connection
 from pykv.protocol import ErrorReply, RequestParser, write_reply
 from pykv.server._core import (
@@ -30,6 +29,8 @@ from pykv.server._core import (
     ClientCore,
     NoReply,
 )
+from pykv.server.command_table import Command
+from pykv.server.replybuf import REPLY_CHUNK_BYTES
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -63,8 +64,11 @@ class Client(ClientCore):
         now = time.time()
         self.created = now
         self.last_interaction = now
+        self.buf_size = REPLY_CHUNK_BYTES
+        self.buf_peak_reset_ms = int(now * 1000)
         self.last_cmd: Command | None = None
         self.closing = False  # close once the pending replies are written
+        self.obuf_soft_since = 0.0  # since when over the soft output limit (0: not)
         self.closed = False
         self.reply_mode = REPLY_ON
         self.no_evict = False

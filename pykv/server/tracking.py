@@ -23,13 +23,15 @@ invalidations *after* its reply, as Redis does.
 """
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import Push, RawReply, RespSet
+from pykv.server.keyspecs import keys_from_specs
 
 if TYPE_CHECKING:
-    from pykv.commands.registry import Command
     from pykv.server.client import Client
+    from pykv.server.command_table import Command
     from pykv.server.server import Server
     from pykv.storage.keyspace import Database
 
@@ -106,8 +108,10 @@ class Tracking:
         self.flush_pending = False
         self._broadcast_scheduled = False
         self._hooked = False
+        self._limit_misses = 0  # consecutive limit runs that stayed over the limit
         server.client_close_hooks.append(self.disable)
         server.client_reset_hooks.append(self.disable)
+        server.add_cron(self.limit_used_slots)
 
     # -- enabling ----------------------------------------------------------------------
     def enable(self, client: Client, redirect: int, bcast: bool, optin: bool, optout: bool,
@@ -159,7 +163,27 @@ class Tracking:
     def enter(self, client: Client) -> None:
         if self.depth == 0:
             self.current = client
+            if self.table and len(self.table) > self.server.config.tracking_table_max_keys:
+                self.limit_used_slots()
         self.depth += 1
+
+    def limit_used_slots(self) -> None:
+        """Redis's trackingLimitUsedSlots (before each command and from the cron): over
+        ``tracking-table-max-keys``, forget random keys, invalidating them for the clients
+        that read them, with an effort that grows while the table stays too big."""
+        max_keys = self.server.config.tracking_table_max_keys
+        table = self.table
+        if not max_keys or len(table) <= max_keys:
+            self._limit_misses = 0
+            return
+        effort = 100 * (self._limit_misses + 1)
+        victims = random.sample(list(table), min(effort, len(table)))
+        for key in victims:
+            self._invalidate_readers(key)
+            if len(table) <= max_keys:
+                self._limit_misses = 0
+                return
+        self._limit_misses += 1
 
     def leave(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         self.depth -= 1
@@ -204,6 +228,12 @@ class Tracking:
         current = self.current
         if self.prefixes:
             self._remember_for_broadcast(key, current)
+        self._invalidate_readers(key)
+
+    def _invalidate_readers(self, key: bytes) -> None:
+        """Forget ``key`` and tell the clients that read it (Redis's trackingInvalidateKey
+        without the BCAST part)."""
+        current = self.current
         ids = self.table.pop(key, None)
         if not ids:
             return
@@ -324,8 +354,6 @@ def keys_read(cmd: Command, argv: list[bytes]) -> list[int]:
         return list(range(first, min(last, len(argv) - 1) + 1, max(cmd.step, 1)))
     if cmd.get_keys is not None:
         return list(cmd.get_keys(argv))
-    from pykv.commands.introspection import keys_from_specs
-
     found = keys_from_specs(cmd, argv) or []
     return [i for i, _ in found]
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from integration.test_rdb_interop import build_dataset, snapshot
 from support.resp import RawClient
-from support.servers import REDIS_SERVER, RealRedis, wait_while_in_progress
+from support.servers import RealRedis, wait_while_in_progress
 
 from pykv.testing import Server
 
@@ -108,7 +108,7 @@ def test_corrupt_middle_refuses_to_start(workdir):
         _aof_server(workdir).start()
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+@pytest.mark.usefixtures("redis_binary")
 def test_redis_aof_loads_into_pykv_and_back(workdir):
     real = RealRedis(["--appendonly", "yes", "--appendfsync", "always"])
     try:

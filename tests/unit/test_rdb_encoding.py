@@ -146,3 +146,14 @@ def test_older_types_load_as_values():
     w.string(b"\x01" + b"\x01k\x01\x00v" + b"\xff")
     zm = load_object(RdbReader(bytes(w.buf)), enc.TYPE_HASH_ZIPMAP, config)
     assert dict(zm.d) == {b"k": b"v"}
+
+
+def test_listpack_entry_size_matches_the_encoder():
+    from pykv.storage.rdb.encoding import listpack_encode, listpack_entry_size
+
+    items = [b"", b"a", b"x" * 63, b"x" * 64, b"x" * 127, b"x" * 128, b"x" * 4095, b"x" * 4096,
+             b"x" * 20000, b"0", b"127", b"128", b"-1", b"-4096", b"4095", b"4096", b"-32769",
+             b"32767", b"8388607", b"8388608", b"2147483647", b"2147483648",
+             b"9223372036854775807", b"9223372036854775808", b"007", b" 1", b"1.5", 5, -70000]
+    for item in items:
+        assert listpack_entry_size(item) == len(listpack_encode([item])) - 7, item

@@ -307,6 +307,32 @@ cdef void _put_entry(bytearray out, item) except *:
     _put_backlen(out, PyByteArray_GET_SIZE(out) - start)
 
 
+cpdef Py_ssize_t listpack_entry_size(item) except -1:
+    """Bytes ``item`` (bytes or int) takes in a listpack: encoding, data and back-length."""
+    cdef long long v
+    cdef Py_ssize_t n, size
+    cdef const unsigned char[:] view
+    if isinstance(item, int):
+        v = item
+    else:
+        view = item
+        n = view.shape[0]
+        if not (n and parse_ll(<const char *>&view[0], n, &v)):
+            size = n + (1 if n < 64 else 2 if n < 4096 else 5)
+            return size + backlen_size(size)
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -(1 << 23) <= v < (1 << 23):
+        return 5
+    if -(1 << 31) <= v < (1 << 31):
+        return 6
+    return 10
+
+
 def listpack_encode(items) -> bytes:
     """A listpack blob holding ``items`` (bytes, or ints), as Redis 7.0 lays it out."""
     cdef bytearray body = bytearray(b"\0\0\0\0\0\0")

@@ -14,9 +14,11 @@ from pykv.storage.rdb._rio import (
     RdbWriter,
     listpack_decode,
     listpack_encode,
+    listpack_entry_size,
 )
 
-__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_decode", "listpack_encode"]
+__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_decode", "listpack_encode",
+           "listpack_entry_size"]
 
 RDB_VERSION = 10
 

@@ -104,26 +104,43 @@ def _score_bytes(score: float) -> bytes:
     return format_double(score)
 
 
-def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
-    """Quicklist 2: nodes of listpacks, split the way ``list-max-listpack-size`` says."""
-    fill = getattr(config, "list_max_listpack_size", -2)
+# Redis 7.0's quicklist node limits for a negative list-max-listpack-size, and the largest
+# node a positive (count) limit may build (SIZE_SAFETY_LIMIT); an entry is estimated at its
+# length plus 8 bytes when deciding whether it still fits (SIZE_ESTIMATE_OVERHEAD)
+_NODE_BYTES = {-1: 4096, -2: 8192, -3: 16384, -4: 32768, -5: 65536}
+_SAFETY_LIMIT = 8192
+_ENTRY_OVERHEAD = 8
+_LISTPACK_EMPTY = 7  # header (6) and end byte
+
+
+def list_nodes(items: list[bytes], config: Any) -> list[list[bytes]]:
+    """The quicklist nodes ``items`` fill, split where Redis splits a list built by
+    appending (RPUSH) under ``list-max-listpack-size``, so DUMP and RDB bytes match Redis's."""
+    fill = min(getattr(config, "list_max_listpack_size", -2), 32767)  # quicklistSetFill's clamp
+    limit = _NODE_BYTES.get(fill, 65536) if fill < 0 else None
     nodes: list[list[bytes]] = []
-    if fill > 0:
-        for i in range(0, len(items), fill):
-            nodes.append(items[i:i + fill])
-    else:
-        limit = {-1: 4096, -2: 8192, -3: 16384, -4: 32768, -5: 65536}.get(fill, 8192)
-        node: list[bytes] = []
-        size = 6
-        for item in items:
-            cost = len(item) + 11
-            if node and size + cost > limit:
-                nodes.append(node)
-                node, size = [], 6
-            node.append(item)
-            size += cost
+    node: list[bytes] = []
+    size = _LISTPACK_EMPTY
+    for item in items:
         if node:
-            nodes.append(node)
+            estimate = size + len(item) + _ENTRY_OVERHEAD
+            if limit is not None:
+                fits = estimate <= limit
+            else:
+                fits = estimate <= _SAFETY_LIMIT and len(node) < fill
+            if not fits:
+                nodes.append(node)
+                node, size = [], _LISTPACK_EMPTY
+        node.append(item)
+        size += enc.listpack_entry_size(item)
+    if node:
+        nodes.append(node)
+    return nodes
+
+
+def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
+    """Quicklist 2: nodes of listpacks (``list_nodes``)."""
+    nodes = list_nodes(items, config)
     w.length(len(nodes))
     for node in nodes:
         w.length(enc.QUICKLIST_NODE_PACKED)
