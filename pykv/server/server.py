@@ -169,6 +169,8 @@ class Server(ServerCore):
         specs = []
         if cfg.port and cfg.bind:  # as in Redis 7.0, no bind address: no TCP listener
             specs.append(ListenerSpec("tcp", binds=list(cfg.bind), port=cfg.port))
+        if cfg.tls_port and cfg.bind:  # tls-port: TLS on the same addresses (pykv.net.tls)
+            specs.append(ListenerSpec("tls", binds=list(cfg.bind), port=cfg.tls_port))
         if cfg.unixsocket:
             opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
             specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
