@@ -66,3 +66,10 @@ def load_stream(reader: Any, type_byte: int, config: Any) -> Any:
     from pykv.storage.stream_type import load_stream as load
 
     return load(reader, type_byte, config)
+
+
+def stream_entries(value: Any) -> list[tuple[tuple[int, int], list[bytes]]]:
+    """Every live stream entry as ((ms, seq), flat field/value list), in ID order."""
+    from pykv.storage.stream_type import MAX_ID, MIN_ID
+
+    return value.range(MIN_ID, MAX_ID)
