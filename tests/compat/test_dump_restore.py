@@ -157,3 +157,24 @@ def test_pykv_refuses_damage_redis_would_keep(raw):
     body[-7] = 0  # last ID 5-0: behind the entry the stream holds
     assert raw.call("RESTORE", "y", "0", _fix(19, bytes(body))) == b"-ERR Bad data format\r\n"
     assert raw.call("EXISTS", "t", "y") == b":0\r\n"
+
+
+def test_rdb_load_sanitizes_deeply_only_with_yes(diff):
+    """Loading an RDB file counts deep checks (INFO dump_payload_sanitizations) with
+    ``sanitize-dump-payload yes`` only: ``clients`` spares files."""
+    diff("RPUSH", "l", "a", "b")
+    diff("HSET", "h", "f", "v")
+    diff("ZADD", "z", "1", "m")
+    diff("SADD", "s", "1", "2")
+    diff("XADD", "x", "1-1", "f", "v")
+    try:
+        for mode in ("clients", "yes"):
+            _sanitize(diff, mode)
+            diff("CONFIG", "RESETSTAT")
+            diff("DEBUG", "RELOAD")
+            real, ours = diff.both("INFO", "stats")
+            stat = [line for line in real.split(b"\r\n") if b"dump_payload_san" in line]
+            assert stat and stat[0] in ours.split(b"\r\n"), (mode, stat, ours)
+            assert (stat[0] != b"dump_payload_sanitizations:0") == (mode == "yes"), stat
+    finally:
+        _sanitize(diff, "no")

@@ -16,6 +16,7 @@ runs the long one.
 from __future__ import annotations
 
 import random
+import shutil
 import struct
 
 import pytest
@@ -276,21 +277,34 @@ def check_kept(r: redis.Redis, key: str) -> tuple:
 
 
 # -- the runs ---------------------------------------------------------------------------------------
+def _sanitizing_redis() -> RealRedis:
+    return RealRedis(["--sanitize-dump-payload", "yes"])
+
+
+def _kill(real: RealRedis) -> None:
+    """Stop a redis-server that may be stuck in a payload (SIGKILL, it may not get to
+    SIGTERM)."""
+    real.proc.kill()
+    real.proc.wait(10)
+    shutil.rmtree(real.dir, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def servers():
-    real = RealRedis(["--sanitize-dump-payload", "yes"])
+    """{"real": redis-server, "ours": pykv}, both with sanitize-dump-payload yes (the
+    fuzzer replaces "real" when a payload crashes or hangs it)."""
     ours = Server(config={"enable-debug-command": "yes", "sanitize-dump-payload": "yes"})
-    ours.start()
+    held = {"real": _sanitizing_redis(), "ours": ours.start()}
     try:
-        yield real, ours
+        yield held
     finally:
         ours.stop()
-        real.stop()
+        _kill(held["real"])
 
 
 def _fuzz(servers, rounds: int, seed: int, compare: bool) -> dict[str, int]:
-    real, ours = servers
-    rc = redis.Redis(port=real.port)
+    real, ours = servers["real"], servers["ours"]
+    rc = redis.Redis(port=real.port, socket_timeout=30)
     pc = redis.Redis(port=ours.port)
     seeds = {**_redis_seeds(rc), **_legacy_seeds()}
     rc.flushall()
@@ -310,11 +324,11 @@ def _fuzz(servers, rounds: int, seed: int, compare: bool) -> dict[str, int]:
             redis_kept = restore(rc, "k", bad)
             redis_read = read_value(rc, "k") if redis_kept else None
             redis_digest = rc.execute_command("DEBUG", "DIGEST-VALUE", "k")
-        except redis.ConnectionError:  # Redis 7.0 itself crashed on this payload
+        except (redis.ConnectionError, redis.TimeoutError):  # Redis 7.0 crashed or hung
             stats["redis-crashed"] += 1
-            real.stop()
-            real = RealRedis(["--sanitize-dump-payload", "yes"])
-            rc = redis.Redis(port=real.port)
+            _kill(real)
+            real = servers["real"] = _sanitizing_redis()
+            rc = redis.Redis(port=real.port, socket_timeout=30)
             continue
         context = (name, bad.hex())
         if kept:

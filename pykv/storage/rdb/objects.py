@@ -153,9 +153,7 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         return vt.make_list(_nonempty(items), config)
     if type_byte == enc.TYPE_SET:
         members = [r.string() for _ in range(_count(r))]
-        if len(set(members)) != len(members):
-            raise RdbFormatError("Duplicate set members detected")
-        return vt.make_set(members, config)
+        return _whole(vt.make_set(members, config), members, "Duplicate set members detected")
     if type_byte == enc.TYPE_SET_INTSET:
         blob = r.string()
         integrity.checked()
@@ -163,15 +161,15 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
     if type_byte == enc.TYPE_HASH:
         n = _count(r)
         pairs = [(r.string(), r.string()) for _ in range(n)]
-        _unique(pairs, "Duplicate hash fields detected")
-        return vt.make_hash(pairs, config)
+        return _whole(vt.make_hash(pairs, config), pairs, "Duplicate hash fields detected")
     if type_byte in _PACKED_HASHES:
         decode, what = _PACKED_HASHES[type_byte]
         blob = r.string()
         if type_byte == enc.TYPE_HASH_LISTPACK:
             integrity.checked()
         pairs = _pairs(_decoded(decode, blob, what), what)
-        return vt.make_hash(pairs, config, packed=type_byte != enc.TYPE_HASH_ZIPMAP)
+        value = vt.make_hash(pairs, config, packed=type_byte != enc.TYPE_HASH_ZIPMAP)
+        return _whole(value, pairs, what)
     if type_byte in (enc.TYPE_ZSET, enc.TYPE_ZSET_2):
         n = _count(r)
         pairs = []
@@ -181,8 +179,7 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
             if score != score:
                 raise RdbFormatError("Zset with NAN score detected")
             pairs.append((member, score))
-        _unique(pairs, "Duplicate zset fields detected")
-        return vt.make_zset(pairs, config)
+        return _whole(vt.make_zset(pairs, config), pairs, "Duplicate zset fields detected")
     if type_byte in (enc.TYPE_ZSET_LISTPACK, enc.TYPE_ZSET_ZIPLIST):
         listpack = type_byte == enc.TYPE_ZSET_LISTPACK
         what = "Zset listpack integrity check failed." if listpack else \
@@ -190,9 +187,9 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if listpack:
             integrity.checked()
-        flat = _pairs(_decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob,
-                               what), what)
-        return vt.make_zset(_sorted_scores(flat), config, packed=True)
+        pairs = _pairs(_decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob,
+                                what), what)
+        return _whole(vt.make_zset(_sorted_scores(pairs), config, packed=True), pairs, what)
     if type_byte in (enc.TYPE_STREAM_LISTPACKS, enc.TYPE_STREAM_LISTPACKS_2):
         return vt.load_stream(r, type_byte, config, integrity)
     raise RdbFormatError(f"Unknown RDB encoding type {type_byte}")
@@ -228,17 +225,17 @@ def _decoded(decode: Any, blob: bytes, what: str) -> list[bytes]:
 
 
 def _pairs(flat: list[bytes], what: str) -> list[tuple[bytes, bytes]]:
-    """Field/value (or member/score) pairs of a packed blob: even, no duplicate field."""
+    """Field/value (or member/score) pairs of a packed blob: an even number of them."""
     if len(flat) % 2:
         raise RdbFormatError(what)
-    pairs = list(zip(flat[::2], flat[1::2], strict=True))
-    _unique(pairs, what)
-    return _nonempty(pairs)
+    return _nonempty(list(zip(flat[::2], flat[1::2], strict=True)))
 
 
-def _unique(pairs: list[tuple[bytes, Any]], what: str) -> None:
-    if len({first for first, _ in pairs}) != len(pairs):
+def _whole(value: Any, elements: list, what: str) -> Any:
+    """``value`` built from ``elements``; it lost some if two were duplicates."""
+    if len(value) != len(elements):
         raise RdbFormatError(what)
+    return value
 
 
 def _sorted_scores(pairs: list[tuple[bytes, bytes]]) -> list[tuple[bytes, float]]:
