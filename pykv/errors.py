@@ -159,3 +159,7 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
+
+# -- DUMP / RESTORE -----------------------------------------------------------------------------
+BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")

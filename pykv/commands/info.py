@@ -371,7 +371,7 @@ def _stats(server: Any) -> Fields:
         ("tracking_total_prefixes", len(tracking.prefixes) if tracking else 0),
         ("unexpected_error_replies", getattr(server, "stat_unexpected_errors", 0)),
         ("total_error_replies", server.stat_total_error_replies),
-        ("dump_payload_sanitizations", 0),
+        ("dump_payload_sanitizations", getattr(server, "stat_dump_payload_sanitizations", 0)),
         ("total_reads_processed", server.stat_numcommands),
         ("total_writes_processed", server.stat_numcommands),
         ("io_threaded_reads_processed", 0),

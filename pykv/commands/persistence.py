@@ -1,6 +1,8 @@
 """Persistence commands: SAVE, BGSAVE, DUMP, RESTORE."""
 from __future__ import annotations
 
+import logging
+
 from pykv import errors
 from pykv.commands.args import to_int
 from pykv.commands.debug import register_subcommand
@@ -8,7 +10,12 @@ from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.notify import notify
 from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.file import internal_error
+from pykv.storage.rdb.integrity import Integrity
 from pykv.storage.rdb.objects import dump_payload, restore_payload, verify_payload
+
+log = logging.getLogger("pykv")
+VERBOSE = 15  # Redis's "verbose" log level (pykv.main names it)
 
 BGSAVE_STARTED = SimpleString(b"Background saving started")
 BGSAVE_SCHEDULED = SimpleString(b"Background saving scheduled")
@@ -95,11 +102,17 @@ def restore(c, argv):
         return ErrorReply(b"ERR Invalid TTL value, must be >= 0")
     payload = argv[3]
     if not verify_payload(payload):
-        return ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+        return errors.BAD_DUMP_PAYLOAD
+    server = c.server
+    integrity = Integrity.for_restore(server.config, server.loading or c.replaying)
     try:
-        value = restore_payload(payload, c.server.config)
-    except (RdbFormatError, ValueError, IndexError):
-        return ErrorReply(b"ERR Bad data format")
+        value = restore_payload(payload, server.config, integrity)
+    except (ValueError, IndexError) as exc:  # RdbFormatError, or a decoder's own check
+        log.log(VERBOSE, "%s", internal_error(str(exc)))  # as Redis logs it, at verbose
+        return errors.BAD_DATA_FORMAT
+    finally:
+        server.stat_dump_payload_sanitizations = \
+            getattr(server, "stat_dump_payload_sanitizations", 0) + integrity.checks
     when = -1
     if ttl:
         when = ttl if absttl else db.clock.ms + ttl

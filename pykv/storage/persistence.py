@@ -267,7 +267,13 @@ class RdbPersistence:
         if contents.functions and restore is not None:
             restore(contents.functions)
         self.loaded_keys = count
-        log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", count, expired)
+        server.stat_dump_payload_sanitizations = \
+            getattr(server, "stat_dump_payload_sanitizations", 0) + contents.sanitized
+        if contents.empty_keys:
+            log.warning("Done loading RDB, keys loaded: %d, keys expired: %d, empty keys "
+                        "skipped: %d.", count, expired, contents.empty_keys)
+        else:
+            log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", count, expired)
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - start)
         return True
 
