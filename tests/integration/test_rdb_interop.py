@@ -5,13 +5,14 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
 from support.keyspace import key_value, keyspace
 from support.resp import RawClient
-from support.servers import RealRedis
+from support.servers import REDIS_SERVER, RealRedis
 
 from pykv.storage.rdb._codec import crc64
 from pykv.testing import Server
