@@ -220,8 +220,6 @@ def _compare_start_up(workdir: str, more: bool) -> None:
         good = open(os.path.join(real.dir, "dump.rdb"), "rb").read()
     finally:
         real.stop()
-    import sys
-
     pykv_cmd = [sys.executable, "-m", "pykv"]
     for name, data in _damaged(good, more).items():
         with open(os.path.join(workdir, "dump.rdb"), "wb") as fh:
@@ -234,7 +232,6 @@ def _compare_start_up(workdir: str, more: bool) -> None:
 
 def test_corrupt_value_in_an_aof_base_stops_start_up_like_redis(workdir):
     """The RDB base of a multi-part AOF goes through the same checks."""
-    import sys
 
     os.makedirs(os.path.join(workdir, "appendonlydir"))
     with open(os.path.join(workdir, "appendonlydir", "appendonly.aof.manifest"), "w") as fh:
