@@ -239,9 +239,8 @@ class Server(ServerCore):
         except RdbFormatError as exc:
             log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
             raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
-        except AofLoadError as exc:
-            log.warning("%s", exc)
-            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+        except AofLoadError as exc:  # the loader logged the lines before this last one
+            raise ValueError(str(exc)) from None
         finally:
             self.loading = False
             gc.freeze()
