@@ -17,6 +17,7 @@ import os
 import time
 from typing import Any
 
+from pykv.protocol import ProtocolError, RequestParser, write_reply
 from pykv.storage.aof_manifest import BASE, AofFile, AofLoadError, Manifest, atoi
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps
@@ -82,6 +83,57 @@ def read_command(data: bytes, pos: int) -> tuple[list[bytes] | None, int]:
             raise _ShortRead
         pos += 2
     return argv, pos
+
+
+_CHUNK = 1 << 16  # bytes handed to the fast parser at a time
+
+
+def commands(data: bytes, pos: int):
+    """Every command from ``pos`` on as ``(argv, end offset)``, with ``read_command``'s
+    meaning: the compiled request parser takes the plainly encoded ones, ``read_command``
+    everything else (annotations, odd headers or separators, damage, the end)."""
+    size = len(data)
+    view = memoryview(data)
+    canonical = bytearray()
+    # the parser ends a header line at its first CR, Redis at the LF: they can only
+    # disagree where a CR is not followed by LF
+    lone_cr = data.count(b"\r", pos) != data.count(b"\r\n", pos)
+    parser = RequestParser(1 << 62)
+    fed = pos  # data[:fed] went to the parser; it has consumed all but buffered()
+    while True:
+        start = fed - parser.buffered()
+        if start >= size:
+            return
+        if parser.buffered() < 2 and fed < size:
+            parser.feed(data[fed:fed + _CHUNK])
+            fed = min(fed + _CHUNK, size)
+            continue
+        if data[start] == 42 and start + 1 < size and 49 <= data[start + 1] <= 57:  # *1-9
+            while True:
+                try:
+                    argv = parser.get_command()
+                except ProtocolError:
+                    argv = False
+                    break
+                if argv is None and fed < size:  # unfinished: more bytes, same command
+                    parser.feed(data[fed:fed + _CHUNK])
+                    fed = min(fed + _CHUNK, size)
+                    continue
+                break
+            if argv:
+                end = fed - parser.buffered()
+                if lone_cr:  # then taken only when plainly encoded
+                    canonical.clear()
+                    write_reply(canonical, argv, 2)
+                if not lone_cr or view[start:end] == canonical:
+                    yield argv, end
+                    continue
+        argv, end = read_command(data, start)
+        if argv is None:
+            return
+        yield argv, end
+        parser.reset()
+        fed = end
 
 
 def file_size(aof: Any, name: str) -> int:
@@ -188,33 +240,32 @@ def _replay(aof: Any, data: bytes, pos: int, f: AofFile, rdb: Any, done_before: 
     client.reply_mode = REPLY_OFF
     client.replaying = True  # exempt from -LOADING
     client.deny_blocking = True
-    commands = server.commands
+    table = server.commands
+    spellings = server.command_lookup  # the dispatcher's cache: name as written -> command
+    multi = table.get(b"multi")
+    execute = client.execute
     truncated_ok = cfg.aof_load_truncated
     valid_up_to = valid_before_multi = 0
     count = 0
     delay = cfg.key_load_delay
     try:
-        while True:
-            argv, pos = read_command(data, pos)
-            if argv is None:
-                break
-            name = argv[0].lower()
-            cmd = commands.get(name)
+        for argv, end in commands(data, pos):
+            cmd = spellings.get(argv[0]) or table.get(argv[0].lower())
             if cmd is not None and cmd.subcommands and len(argv) >= 2:
                 cmd = cmd.subcommands.get(argv[1].lower())
             if cmd is None:
                 raise AofLoadError(f"Unknown command '{argv[0].decode('utf-8', 'replace')}' "
                                    f"reading the append only file {f.name}")
-            if name == b"multi":
+            if cmd is multi:
                 valid_before_multi = valid_up_to
-            client.execute(argv)
+            execute(argv)
             if truncated_ok:
-                valid_up_to = pos
+                valid_up_to = end
             if delay:
                 debug_delay(delay)
             count += 1
             if count % STEP_COMMANDS == 0:
-                rdb.loading_done = done_before + pos
+                rdb.loading_done = done_before + end
                 for _ in range(EVENT_ITERATIONS):  # accept, read, reply
                     yield rdb.loading_done
         if client.multi is None:

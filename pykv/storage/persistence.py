@@ -49,6 +49,8 @@ class RdbPersistence:
         self.saves = 0
         self._progress_fd = -1  # the BGSAVE child's progress reports
         self._progress = [0, 0]
+        self.cow_size = self.cow_peak = self.last_cow_size = 0  # copy-on-write, in bytes
+        self.cow_updated = 0.0
 
     # -- paths and payload ---------------------------------------------------------------
     @property
@@ -130,6 +132,7 @@ class RdbPersistence:
                 _reset_child_signals()
                 pace = _Pace(write_fd, server.config.rdb_key_save_delay)
                 write_atomically(self.path, self.snapshot(pace))
+                pace.finish()
                 code = 0
             except BaseException as exc:  # noqa: BLE001 - the child must always exit
                 try:
@@ -152,24 +155,39 @@ class RdbPersistence:
 
     def child_progress(self) -> tuple[int, int]:
         """(keys written so far, keys at fork time) of the running BGSAVE child."""
-        fd = self._progress_fd
-        if fd >= 0:
-            try:
-                data = os.read(fd, 4096)
-            except BlockingIOError:
-                data = b""
-            except OSError:
-                data = b""
-            reports = data.split()
-            if reports:
-                self._progress[0] = int(reports[-1])
+        self._read_reports()
         return self._progress[0], self._progress[1]
+
+    def _read_reports(self) -> None:
+        """Drain the child's ``<keys> <cow bytes>`` lines (``E <cow bytes>``: its last)."""
+        fd = self._progress_fd
+        if fd < 0:
+            return
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        for line in data.split(b"\n"):
+            words = line.split()
+            if len(words) != 2:
+                continue
+            cow = int(words[1])
+            if words[0] == b"E":
+                self.last_cow_size = cow
+                continue
+            self._progress[0] = int(words[0])
+            self.cow_size = cow
+            self.cow_peak = max(self.cow_peak, cow)
+            self.cow_updated = time.monotonic()
 
     def _close_progress(self) -> None:
         if self._progress_fd >= 0:
+            self._read_reports()
             os.close(self._progress_fd)
             self._progress_fd = -1
         self._progress = [0, 0]
+        self.cow_size = self.cow_peak = 0
+        self.cow_updated = 0.0
 
     def check_child(self) -> None:
         """Reap a finished BGSAVE child (called from the cron)."""
@@ -336,9 +354,10 @@ class RdbPersistence:
         fields: dict[str, Any] = {
             "loading": int(server.loading),
             "async_loading": 0,
-            "current_cow_peak": 0,
-            "current_cow_size": 0,
-            "current_cow_size_age": 0,
+            "current_cow_peak": self.cow_peak,
+            "current_cow_size": self.cow_size,
+            "current_cow_size_age":
+                int(time.monotonic() - self.cow_updated) if self.cow_updated else 0,
             "current_fork_perc": f"{100.0 * processed / total if total else 0:.2f}",
             "current_save_keys_processed": processed,
             "current_save_keys_total": total,
@@ -349,7 +368,7 @@ class RdbPersistence:
             "rdb_last_bgsave_time_sec": self.last_bgsave_time_sec,
             "rdb_current_bgsave_time_sec": int(now - self.child_started) if saving else -1,
             "rdb_saves": self.saves,
-            "rdb_last_cow_size": 0,
+            "rdb_last_cow_size": self.last_cow_size,
             "rdb_last_load_keys_expired": self.expired_keys,
             "rdb_last_load_keys_loaded": self.loaded_keys,
             **server.aof.info_fields(),
@@ -388,10 +407,29 @@ class _Pace:
             now = time.monotonic()
             if now - self.reported >= 1.0:
                 self.reported = now
-                try:
-                    os.write(self.fd, b"%d\n" % self.count)
-                except OSError:
-                    pass
+                self._send(b"%d %d\n" % (self.count, private_dirty()))
+
+    def finish(self) -> None:
+        self._send(b"E %d\n" % private_dirty())
+
+    def _send(self, line: bytes) -> None:
+        try:
+            os.write(self.fd, line)
+        except OSError:
+            pass
+
+
+def private_dirty() -> int:
+    """This process's copy-on-write cost: its private dirty pages (Redis reads the same
+    figure from /proc/self/smaps in a fork child)."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Private_Dirty:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 class _PacedDb:

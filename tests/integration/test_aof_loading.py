@@ -251,6 +251,7 @@ def _debug_session(name: str, root: str) -> dict:
     out: dict = {}
     try:
         c.call("SET", "a", "1")
+        out["info_names"] = _names(c.call("INFO", "persistence"))
         out["loadaof"] = c.call("DEBUG", "LOADAOF")
         out["after"] = [c.call("GET", "a"), c.call("DBSIZE")]
         out["sleep"] = [c.call("DEBUG", "AOF-FLUSH-SLEEP", "200000"),

@@ -353,13 +353,14 @@ def _bgsave_death(port: int, server_pid: int, how: str, spare_dir: str) -> dict:
     during = {}
     if how != "exit-error":
         fields = _wait_info(c, lambda f: f[b"current_save_keys_processed"] != b"0")
-        during = {k: fields[k] for k in _PROGRESS_FIELDS}
+        during = {k: fields[k] for k in _PROGRESS_FIELDS} | {"names": list(fields)}
         children = _children(server_pid)
         assert len(children) == 1, children
         os.kill(children[0], _DEATHS[how])
     after = _wait_info(c, lambda f: f[b"rdb_bgsave_in_progress"] == b"0")
     outcome = {"during": during, "status": after[b"rdb_last_bgsave_status"],
                "progress_after": {k: after[k] for k in _PROGRESS_FIELDS},
+               "names_after": list(after),
                "write": c.call("SET", "after", "1"), "read": c.call("GET", "k0"),
                "ping": c.call("PING")}
     c.call("CONFIG", "SET", "save", "")  # so that the server can stop without saving
