@@ -32,6 +32,8 @@ NOT_ALLOWED = ErrorReply(
 
 HELP = [
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
     "CHANGE-REPL-ID",
     "    Pick new replication ids for this server (testing only).",
     "DIGEST",
@@ -40,6 +42,8 @@ HELP = [
     "    A hex checksum of each named key's value.",
     "ERROR <string>",
     "    Reply with <string> as an error reply (for client tests).",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key>",

@@ -361,6 +361,7 @@ def _bgsave_death(port: int, server_pid: int, how: str, spare_dir: str) -> dict:
     outcome = {"during": during, "status": after[b"rdb_last_bgsave_status"],
                "progress_after": {k: after[k] for k in _PROGRESS_FIELDS},
                "names_after": list(after),
+               "cow_measured": int(after[b"rdb_last_cow_size"]) > 0,  # after a good save
                "write": c.call("SET", "after", "1"), "read": c.call("GET", "k0"),
                "ping": c.call("PING")}
     c.call("CONFIG", "SET", "save", "")  # so that the server can stop without saving
@@ -399,3 +400,38 @@ def test_dead_bgsave_child_as_redis(workdir, how):
 _BGSAVE_ENDINGS = ["Background saving terminated with success", "Background saving error",
                    *[f"Background saving terminated by signal {int(sig)}"
                      for sig in _DEATHS.values() if sig is not None]]
+
+
+def test_last_load_counts_keys_loaded_and_expired_as_redis(workdir):
+    """rdb_last_load_keys_loaded/_expired after loading the same RDB (made by Redis, with
+    two keys whose TTL ran out before the load)."""
+    from support.servers import REDIS_SERVER, RealRedis
+
+    if REDIS_SERVER is None:
+        pytest.skip("needs redis-server")
+    real = RealRedis()
+    try:
+        c = RawClient(port=real.port)
+        c.call("MSET", "a", "1", "b", "2", "c", "3")
+        c.call("SET", "gone1", "x", "PX", "300")
+        c.call("SET", "gone2", "x", "PX", "300")
+        assert c.call("SAVE") == b"+OK\r\n"
+        shutil.copy(os.path.join(real.dir, "dump.rdb"), os.path.join(workdir, "dump.rdb"))
+    finally:
+        real.stop()
+    time.sleep(0.5)
+    counts = {}
+    real = RealRedis(["--dir", workdir])
+    try:
+        counts["redis"] = _load_counts(RawClient(port=real.port))
+    finally:
+        real.stop()
+    with Server(config={"dir": workdir, "save": ""}) as server:
+        counts["pykv"] = _load_counts(RawClient(port=server.port))
+    assert counts["pykv"] == counts["redis"] == {b"rdb_last_load_keys_expired": b"2",
+                                                 b"rdb_last_load_keys_loaded": b"3"}
+
+
+def _load_counts(c: RawClient) -> dict[bytes, bytes]:
+    fields = _info_fields(c.call("INFO", "persistence"))
+    return {k: v for k, v in fields.items() if k.startswith(b"rdb_last_load_keys")}
