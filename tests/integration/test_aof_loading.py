@@ -10,23 +10,35 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.aofdirs import CASES, AofCase, run_on_copy
+from support.aofdirs import CASES, DEFAULT_SLICE, AofCase, run_on_copy
 from support.servers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
 
 
-@pytest.fixture(scope="module")
-def outcomes():
+def _run_all(cases: list[AofCase]) -> dict:
     """Every case on both servers, several at a time (each run is mostly waiting)."""
     with ThreadPoolExecutor(8) as pool:
         futures = {(case.name, server): pool.submit(run_on_copy, case, server)
-                   for case in CASES for server in ("redis", "pykv")}
+                   for case in cases for server in ("redis", "pykv")}
         return {key: future.result() for key, future in futures.items()}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_loads_as_redis(case: AofCase, outcomes) -> None:
+_DEFAULT = [c for c in CASES if c.name in DEFAULT_SLICE]
+_MORE = [c for c in CASES if c.name not in DEFAULT_SLICE]
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return _run_all(_DEFAULT)
+
+
+@pytest.fixture(scope="module")
+def more_outcomes():
+    return _run_all(_MORE)
+
+
+def _compare(case: AofCase, outcomes: dict) -> None:
     want, got = outcomes[case.name, "redis"], outcomes[case.name, "pykv"]
     context = f"\n--- redis log:\n{want.log}\n--- pykv log:\n{got.log}"
     assert got.exit_status == want.exit_status, context
@@ -34,6 +46,17 @@ def test_loads_as_redis(case: AofCase, outcomes) -> None:
     assert got.keys == want.keys
     assert got.files == want.files
     assert got.files_after_write == want.files_after_write
+
+
+@pytest.mark.parametrize("case", _DEFAULT, ids=[c.name for c in _DEFAULT])
+def test_loads_as_redis(case: AofCase, outcomes) -> None:
+    _compare(case, outcomes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _MORE, ids=[c.name for c in _MORE])
+def test_loads_as_redis_more_cases(case: AofCase, more_outcomes) -> None:
+    _compare(case, more_outcomes)
 
 
 # -- aof-timestamp-enabled, and redis-check-aof --truncate-to-timestamp on pykv's files ----

@@ -368,7 +368,9 @@ def _bgsave_death(port: int, server_pid: int, how: str, spare_dir: str) -> dict:
     return outcome
 
 
-@pytest.mark.parametrize("how", list(_DEATHS))
+@pytest.mark.parametrize("how", [
+    pytest.param(how, marks=pytest.mark.slow) if how in ("SIGTERM", "SIGSEGV") else how
+    for how in _DEATHS])
 def test_dead_bgsave_child_as_redis(workdir, how):
     from support.servers import REDIS_SERVER, RealRedis
 

@@ -102,6 +102,15 @@ CASES = [
     _case("empty-files", b"", base=b""),
 ]
 
+# one case of each outcome and message runs in the default suite, the rest under -m slow
+DEFAULT_SLICE = {
+    "clean", "truncated-last-command-allowed", "truncated-last-command-refused",
+    "truncated-first-of-two-incrs", "bad-format-no-star", "unchecked-crlf-after-argument",
+    "unknown-command", "unfinished-multi-allowed", "annotations-skipped", "missing-incr-file",
+    "unreadable-incr-file", "manifest-too-few-fields", "manifest-duplicate-base",
+    "manifest-blank-line", "manifest-non-increasing-seq", "empty-files",
+}
+
 # lines that differ between the two servers for reasons unrelated to AOF loading
 _NOISE = re.compile(r"WARNING |User requested shutdown|ready to exit|Received SIG|"
                     r"Saving the final|DB saved on disk|Calling fsync")
