@@ -40,6 +40,7 @@ from pykv.storage.aof_manifest import (  # noqa: F401 - AofLoadError: the server
     AofLoadError,
     Manifest,
 )
+from pykv.storage.persistence import private_dirty
 from pykv.storage.rdb.file import fsync_dir, serialize, write_file
 from pykv.util.steps import run_to_end
 
@@ -80,6 +81,8 @@ class AppendOnlyFile(AofFeedCore):
         self.rewrites = 0
         self.consecutive_failures = 0
         self.flush_sleep_us = 0
+        self.last_cow_size = 0  # what the last successful rewrite child copied on write
+        self._cow_fd = -1
         self.cur_timestamp = 0  # the last #TS: annotation written (aof-timestamp-enabled)
         server.config.on_change("aof-timestamp-enabled", lambda _value: self._set_feeder())
         self._new_base: AofFile | None = None
@@ -385,9 +388,12 @@ class AppendOnlyFile(AofFeedCore):
         ext = "rdb" if self.server.config.aof_use_rdb_preamble else "aof"
         self._new_base = AofFile(f"{self.basename}.{seq}.base.{ext}", seq, BASE)
         tmp = self.path(f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        cow_read, cow_write = os.pipe()  # the child's copy-on-write size, when it is done
         try:
             pid = os.fork()
         except OSError as exc:
+            os.close(cow_read)
+            os.close(cow_write)
             log.warning("Can't rewrite append only file in background: fork: %s",
                         exc.strerror)
             self.last_rewrite_ok = False
@@ -396,9 +402,12 @@ class AppendOnlyFile(AofFeedCore):
             code = 1
             try:
                 write_file(tmp, self._base_contents())
+                os.write(cow_write, b"%d" % private_dirty())
                 code = 0
             finally:
                 os._exit(code)
+        os.close(cow_write)
+        self._cow_fd = cow_read
         self.rewrite_pid = pid
         self.rewrite_started = time.time()
         self._rewrite_tmp = tmp
@@ -417,7 +426,9 @@ class AppendOnlyFile(AofFeedCore):
         self.rewrite_pid = -1
         self.last_rewrite_time_sec = int(time.time() - self.rewrite_started)
         ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        cow = self._close_cow_pipe()
         if ok:
+            self.last_cow_size = cow
             try:
                 self._install_new_base()
             except OSError as exc:
@@ -460,6 +471,18 @@ class AppendOnlyFile(AofFeedCore):
         self.base_size = _size(self.path(new_base.name))
         self.current_size = self.base_size + sum(_size(self.path(f.name)) for f in keep)
 
+    def _close_cow_pipe(self) -> int:
+        """What the rewrite child reported (0 if nothing), and the pipe closed."""
+        if self._cow_fd < 0:
+            return 0
+        try:
+            report = os.read(self._cow_fd, 64)
+        except OSError:
+            report = b""
+        os.close(self._cow_fd)
+        self._cow_fd = -1
+        return int(report) if report.isdigit() else 0
+
     def kill_rewrite_child(self) -> None:
         if self.rewrite_pid > 0:
             try:
@@ -471,6 +494,7 @@ class AppendOnlyFile(AofFeedCore):
                 os.unlink(self._rewrite_tmp)
             except OSError:
                 pass
+            self._close_cow_pipe()
             self.rewrite_pid = -1
 
     def cron(self) -> None:
@@ -502,7 +526,7 @@ class AppendOnlyFile(AofFeedCore):
             "aof_rewrites": self.rewrites,
             "aof_rewrites_consecutive_failures": self.consecutive_failures,
             "aof_last_write_status": "ok" if self.last_write_ok else "err",
-            "aof_last_cow_size": 0,
+            "aof_last_cow_size": self.last_cow_size,
             "module_fork_in_progress": 0,
             "module_fork_last_cow_size": 0,
         }
