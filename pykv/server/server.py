@@ -250,9 +250,8 @@ class Server(ServerCore):
             for line in lines:
                 log.warning("%s", line)
             raise ValueError(last) from None
-        except AofLoadError as exc:
-            log.warning("%s", exc)
-            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+        except AofLoadError as exc:  # the loader logged the lines before this last one
+            raise ValueError(str(exc)) from None
         finally:
             self.loading = False
             gc.freeze()
