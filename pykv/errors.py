@@ -160,6 +160,10 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
 
+# -- DUMP / RESTORE -----------------------------------------------------------------------------
+BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")
+
 
 # -- the Lua redis.* API (raised into scripts; Redis adds "ERR " and the script position) ----
 LUA_ACL_CHECK_UNKNOWN = "Invalid command passed to redis.acl_check_cmd()"

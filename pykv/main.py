@@ -104,7 +104,7 @@ async def run_server(config: Config) -> int:
     _formatter.role = "M"
     log.info("Running mode=standalone, port=%d.", config.port)
     log.warning("Server initialized")
-    if not config.port and not config.unixsocket and not config.listeners:
+    if not (config.port or config.tls_port or config.unixsocket or config.listeners):
         log.warning("Configured to not listen anywhere, exiting.")
         return 1
     try:

@@ -214,6 +214,12 @@ def _in_script(c: Any) -> bool:
     return isinstance(c, ScriptClient)
 
 
+def _idle(now: int, since: int) -> int:
+    """``now - since`` in Redis's signed 64-bit arithmetic (a restored time can be any
+    value), never below 0."""
+    return max(0, ((now - since + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63))
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -924,7 +930,7 @@ def xpending(c, argv):
         if minidle and now - nack.delivery_time < minidle:
             continue
         count -= 1
-        out.append([format_id(sid), nack.consumer.name, max(0, now - nack.delivery_time),
+        out.append([format_id(sid), nack.consumer.name, _idle(now, nack.delivery_time),
                     nack.delivery_count])
     return out
 
@@ -1115,7 +1121,7 @@ def xinfo_consumers(c, argv):
                          + argv[2] + b"'")
     now = _now_ms()
     return [{b"name": con.name, b"pending": len(con.pel),
-             b"idle": max(0, now - con.seen_time)} for con in group.sorted_consumers()]
+             b"idle": _idle(now, con.seen_time)} for con in group.sorted_consumers()]
 
 
 @command("xinfo|groups")

@@ -33,6 +33,7 @@ from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
 from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.file import load_failure_report
 
 log = logging.getLogger("pykv")
 
@@ -169,6 +170,8 @@ class Server(ServerCore):
         specs = []
         if cfg.port and cfg.bind:  # as in Redis 7.0, no bind address: no TCP listener
             specs.append(ListenerSpec("tcp", binds=list(cfg.bind), port=cfg.port))
+        if cfg.tls_port and cfg.bind:  # tls-port: TLS on the same addresses (pykv.net.tls)
+            specs.append(ListenerSpec("tls", binds=list(cfg.bind), port=cfg.tls_port))
         if cfg.unixsocket:
             opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
             specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
@@ -243,11 +246,12 @@ class Server(ServerCore):
             if self.config.appendonly:
                 self.aof.start(loaded)
         except RdbFormatError as exc:
-            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-            raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
-        except AofLoadError as exc:
-            log.warning("%s", exc)
-            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+            *lines, last = load_failure_report(exc)  # Redis's lines; main logs the last
+            for line in lines:
+                log.warning("%s", line)
+            raise ValueError(last) from None
+        except AofLoadError as exc:  # the loader logged the lines before this last one
+            raise ValueError(str(exc)) from None
         finally:
             self.loading = False
             gc.freeze()
@@ -389,6 +393,7 @@ class Server(ServerCore):
         self.stat_net_input_bytes = self.stat_net_output_bytes = 0
         self.stat_keyspace_hits = self.stat_keyspace_misses = 0
         self.stat_total_error_replies = 0
+        self.stat_dump_payload_sanitizations = 0
         self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
 
     # -- slow log and monitor --------------------------------------------------------------

@@ -87,7 +87,8 @@ class Server:
                  extra_args: Iterable[str] | None = None, start_timeout: float = 15.0,
                  python: str | None = None, *, unixsocketperm: int | None = None,
                  listeners: Iterable[str] | None = None, loglevel: str = "notice",
-                 env: Mapping[str, str] | None = None, keep_dir: bool = False) -> None:
+                 env: Mapping[str, str] | None = None, keep_dir: bool = False,
+                 tls: bool = False) -> None:
         self.host = host
         self.port = free_port(host) if port is None else port
         self.config = dict(config or {})
@@ -106,6 +107,10 @@ class Server:
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path: str | None = None
         self.returncode: int | None = None
+        # tls=True: a TLS listener on tls_port with certificates from a new CA (tls_certs)
+        self.tls = tls
+        self.tls_port = free_port(host) if tls else 0
+        self.tls_certs: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------
     @property
@@ -119,8 +124,22 @@ class Server:
                 self._workdir = self._tmpdir.name
         return self._workdir
 
+    def _tls_args(self) -> list[str]:
+        if not self.tls:
+            return []
+        if self.tls_certs is None:
+            from pykv.testing.certs import make_certs
+
+            self.tls_certs = make_certs(os.path.join(self.workdir, "tls"))
+        certs = self.tls_certs
+        args = ["--tls-port", str(self.tls_port), "--tls-cert-file", certs.server_cert,
+                "--tls-key-file", certs.server_key, "--tls-ca-cert-file", certs.ca_cert]
+        if "tls-auth-clients" not in self.config:
+            args += ["--tls-auth-clients", "optional"]
+        return args
+
     def command_line(self) -> list[str]:
-        args = [self.python, "-m", "pykv", "--port", str(self.port)]
+        args = [self.python, "-m", "pykv", "--port", str(self.port)] + self._tls_args()
         if self.port:
             args += ["--bind", self.host]
         if self.unix_path:
@@ -369,6 +388,10 @@ class Server:
 
         if protocol != 2:
             kwargs["protocol"] = protocol
+        if kwargs.get("ssl") and self.tls:  # TLS: this server's port and CA
+            kwargs.setdefault("ssl_ca_certs", self.tls_certs.ca_cert)
+            return redis.Redis(host=self.host, port=self.tls_port,
+                               password=kwargs.pop("password", self.password), **kwargs)
         if self.password and "password" not in kwargs:
             kwargs["password"] = self.password
         if unix:

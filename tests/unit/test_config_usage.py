@@ -39,7 +39,10 @@ SOURCES = _sources()
 def _read_by_code(entry) -> bool:
     names = (entry.name, *entry.aliases)
     attr = re.escape(entry.attr)
-    pattern = "|".join([rf"\.{attr}\b", rf"getattr\(\s*[\w.]+\s*,\s*[\"']{attr}[\"']"]
+    # attribute reads, getattr, and the attribute name as a mapping's value (a table of
+    # which option guards what, read with getattr later)
+    pattern = "|".join([rf"\.{attr}\b", rf"getattr\(\s*[\w.]+\s*,\s*[\"']{attr}[\"']",
+                        rf":\s*[\"']{attr}[\"']"]
                        + [rf"[\"']{re.escape(n)}[\"']" for n in names])
     return re.search(pattern, SOURCES) is not None
 
@@ -53,6 +56,8 @@ def test_setting_is_acted_on_or_marked_stored_only(entry):
 
 # stored-only settings that some code does read, for a side they have in Redis too
 READ_BUT_NOT_ACTED_ON = {
+    "list-compress-depth": "DEBUG OBJECT shows ql_compressed from it, but list nodes are "
+                           "never compressed",
     "maxmemory": "INFO shows it and OBJECT REFCOUNT's shared integers depend on it, but "
                  "nothing limits memory or evicts",
 }
