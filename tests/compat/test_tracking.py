@@ -319,3 +319,34 @@ def test_scripts_and_transactions_track_their_reads(twins):
     a("EXEC")
     a.read()  # after the EXEC reply
     a.quiet()
+
+
+def test_invalidations_ignore_client_reply_off(twins):
+    """Invalidation pushes (RESP3), redirected messages to a RESP2 subscriber and
+    tracking-redir-broken all arrive while the receiver has CLIENT REPLY OFF."""
+    a, b, r = twins(), twins(), twins(resp3=False)
+    a("CLIENT", "TRACKING", "on")
+    a("GET", "k")
+    rid = r.ids()
+    for t in (a, r):
+        t.real.send_raw(encode_command("CLIENT", "REPLY", "OFF"))
+        t.ours.send_raw(encode_command("CLIENT", "REPLY", "OFF"))
+    r.real.send_raw(encode_command("SUBSCRIBE", "__redis__:invalidate"))
+    r.ours.send_raw(encode_command("SUBSCRIBE", "__redis__:invalidate"))
+    r.read()
+    b.each(lambda i: ("CLIENT", "TRACKING", "on", "REDIRECT", rid[i]))
+    b("GET", "k2")
+    b("SET", "k", "1")
+    a.read()
+    b("SET", "k2", "1")
+    r.read()
+    r.close()
+    b("GET", "k2")
+    c = twins()
+    c("SET", "k2", "2")
+    real, ours = b.real.read_reply(), b.ours.read_reply()
+    assert real.startswith(b">2\r\n$21\r\ntracking-redir-broken\r\n")
+    assert ours.startswith(b">2\r\n$21\r\ntracking-redir-broken\r\n")
+    a.real.send_raw(encode_command("CLIENT", "REPLY", "ON"))
+    a.ours.send_raw(encode_command("CLIENT", "REPLY", "ON"))
+    a.read()
