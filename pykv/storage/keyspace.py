@@ -180,6 +180,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.blocking_keys and key in self.blocking_keys:
+            self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -187,6 +189,9 @@ class Database:
     def clear(self) -> int:
         n = len(self.data)
         self.on_flush(self)  # even when empty: FLUSHDB still invalidates client caches
+        for key in self.blocking_keys:
+            if key in self.data:
+                self.on_key_ready(self, key)
         self.data = {}
         self.expires = {}
         self.access = {}
