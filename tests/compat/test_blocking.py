@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from support.resp import RawClient, encode_command
 
 
