@@ -245,6 +245,10 @@ class Blocking:
         state = client.blocked
         if isinstance(state, BlockedState):
             self._detach(state)
+        if client.paused:  # held back by CLIENT PAUSE: its command is dropped
+            client.paused = False
+            server = self.server
+            server.postponed = deque(e for e in server.postponed if e[0] is not client)
 
     # -- ready keys ----------------------------------------------------------------------
     def signal_key_as_ready(self, db: Database, key: bytes) -> None:

@@ -24,6 +24,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
+from pykv.server import pause
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import Client
@@ -81,6 +82,7 @@ class Server(ServerCore):
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         self.pause_write_only = False
         self.postponed: deque[tuple[Client, list[bytes]]] = deque()
         # slow log
@@ -424,19 +426,11 @@ class Server(ServerCore):
                 mon.flush()
 
     # -- client pause ----------------------------------------------------------------------
-    def should_pause(self, client: Client, cmd: Command) -> bool:
-        """Whether CLIENT PAUSE holds this command back (replicas are never paused)."""
-        if getattr(client, "is_replica", False) or getattr(client, "is_master", False):
-            return False
+    def should_pause(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """Whether CLIENT PAUSE holds this command back (see pykv.server.pause)."""
         if int(time.time() * 1000) >= self.pause_end_ms:
             return False  # over; the pause timer resumes the held clients
-        if not self.pause_write_only:
-            return True
-        if cmd.is_write or cmd.may_replicate or cmd.fullname == "pfcount":
-            return True  # PFCOUNT may write (cache update): Redis pauses it too
-        if cmd.fullname == "exec" and client.multi:
-            return any(q.is_write or q.may_replicate for q, _ in client.multi)
-        return False
+        return pause.should_pause(self, client, cmd, argv)
 
     def postpone(self, client: Client, argv: list[bytes]) -> None:
         client.paused = True
@@ -452,6 +446,7 @@ class Server(ServerCore):
         self.pause_active = True
         self.pause_end_ms = end
         self.pause_write_only = write_only
+        pause.set_expiry_paused(self, True)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
         if self.loop is not None:
@@ -471,6 +466,7 @@ class Server(ServerCore):
         """End the pause; held commands run in the order they arrived."""
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None

@@ -50,7 +50,7 @@ class Database:
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
-        "lfu_decay_time", "on_new_key",
+        "lfu_decay_time", "on_new_key", "expire_paused",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -83,6 +83,8 @@ class Database:
         self.on_new_key: Callable[[Database, bytes], None] | None = None
         self.lfu_log_factor = 10
         self.lfu_decay_time = 1
+        # CLIENT PAUSE: expired keys read as missing but are not deleted (Redis 7.0)
+        self.expire_paused = False
 
     def __len__(self) -> int:
         return len(self.data)
@@ -96,7 +98,8 @@ class Database:
         if self.expires:
             when = self.expires.get(key)
             if when is not None and when <= self.clock.ms:
-                self.expire_now(key)
+                if not self.expire_paused:
+                    self.expire_now(key)
                 return None
         if touch:
             if self.lfu:
@@ -124,7 +127,8 @@ class Database:
     def expire_if_needed(self, key: bytes) -> bool:
         when = self.expires.get(key)
         if when is not None and when <= self.clock.ms:
-            self.expire_now(key)
+            if not self.expire_paused:
+                self.expire_now(key)
             return True
         return False
 
@@ -225,7 +229,7 @@ class Database:
         """
         expired = 0
         expires = self.expires
-        while expires:
+        while expires and not self.expire_paused:
             if self._expire_pos >= len(self._expire_snapshot):
                 self._expire_snapshot = list(expires)
                 self._expire_pos = 0

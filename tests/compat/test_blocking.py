@@ -1,9 +1,7 @@
 """Blocking commands with several clients, pykv against real redis-server 7.0.
 
-Each scenario runs against both servers with the same steps and records every reply each
-client receives; the two transcripts must be identical bytes. Steps wait until the server
-reports the expected number of blocked clients (CLIENT LIST ``flags=b``) so that the order
-of blocking is the order of the steps, not of thread scheduling.
+Each scenario (``support.scenario``) runs the same steps against both servers and records
+every reply each client receives; the two transcripts must be identical bytes.
 """
 from __future__ import annotations
 
@@ -11,69 +9,7 @@ import time
 
 import pytest
 from support.resp import RawClient, encode_command
-
-
-class Scenario:
-    """Named raw clients on one server plus a transcript of what they read."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.clients: dict[str, RawClient] = {}
-        self.log: list[tuple[str, bytes]] = []
-        self("admin", "FLUSHALL")
-
-    def client(self, name: str) -> RawClient:
-        c = self.clients.get(name)
-        if c is None:
-            c = self.clients[name] = RawClient(port=self.port, timeout=10)
-        return c
-
-    def send(self, name: str, *args) -> None:
-        self.client(name).send_raw(encode_command(*args))
-
-    def read(self, name: str) -> bytes:
-        reply = self.client(name).read_reply()
-        self.log.append((name, reply))
-        return reply
-
-    def __call__(self, name: str, *args) -> bytes:
-        self.send(name, *args)
-        return self.read(name)
-
-    def silent(self, name: str, *args) -> bytes:
-        """A call whose reply differs between servers by nature (ids): not recorded."""
-        return self.client(name).call(*args)
-
-    def blocked(self) -> int:
-        listing = self.client("_watch").call("CLIENT", "LIST")
-        return listing.count(b" flags=b ")
-
-    def wait_blocked(self, n: int) -> None:
-        deadline = time.monotonic() + 10
-        while self.blocked() != n:
-            assert time.monotonic() < deadline, f"expected {n} blocked clients"
-            time.sleep(0.005)
-
-    def block(self, name: str, *args, total: int) -> None:
-        """Send a blocking command and wait until ``total`` clients are blocked."""
-        self.send(name, *args)
-        self.wait_blocked(total)
-
-    def close(self) -> None:
-        for c in self.clients.values():
-            c.close()
-
-
-def run_both(real_redis, pykv_proc, steps) -> None:
-    logs = []
-    for port in (real_redis.port, pykv_proc.port):
-        s = Scenario(port)
-        try:
-            steps(s)
-        finally:
-            s.close()
-        logs.append(s.log)
-    assert logs[1] == logs[0]
+from support.scenario import Scenario, run_both
 
 
 def test_fifo_order_and_partial_service(real_redis, pykv_proc):
