@@ -367,7 +367,7 @@ cdef class ClientCore:
         cdef long long start, elapsed, usec
         tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
         if tracking is not None:
-            tracking.enter(self)
+            tracking.enter(self, cmd, argv)
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)
