@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from support.scenario import run_both
+from support.scenario import Scenario, run_both
 
 LIB = ("#!lua name=lib\n"
        "redis.register_function('w', function() return redis.call('set', 'fk', '1') end)\n"
@@ -152,3 +152,21 @@ def test_held_clients_that_disconnect_or_are_killed_are_dropped(real_redis, pykv
         s("w", "GET", "k")
 
     run_both(real_redis, pykv_proc, steps)
+
+
+def test_client_unblock_of_a_held_client_leaves_it_held(pykv_proc):
+    """pykv only: Redis 7.0.15 crashes on this (replyToBlockedClientTimedOut with an
+    unknown btype); pykv answers 0 and the client runs its command at UNPAUSE."""
+    s = Scenario(pykv_proc.port)
+    try:
+        held_id = s.silent("a", "CLIENT", "ID")[1:-2]
+        s("w", "CLIENT", "PAUSE", "100000", "WRITE")
+        s.block("a", "SET", "k", "v", total=1)
+        assert s("w", "CLIENT", "UNBLOCK", held_id) == b":0\r\n"
+        assert s("w", "CLIENT", "UNBLOCK", held_id, "ERROR") == b":0\r\n"
+        s.wait_blocked(1)
+        s("w", "CLIENT", "UNPAUSE")
+        assert s.read("a") == b"+OK\r\n"
+    finally:
+        s.client("w").call("CLIENT", "UNPAUSE")
+        s.close()
