@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from support.scenario import Scenario, run_both
 
 LIB = ("#!lua name=lib\n"
@@ -17,9 +18,11 @@ LIB = ("#!lua name=lib\n"
 UNKNOWN_SHA = "0" * 40
 
 
-def _named(s, *names: str) -> None:
+def _named(s, *names: str, resp: int = 2) -> None:
     for name in names:
         s.silent(name, "CLIENT", "SETNAME", name)
+        if resp == 3:
+            s.silent(name, "HELLO", "3")
 
 
 def _listing(s, *names: str) -> None:
@@ -36,7 +39,8 @@ def _listing(s, *names: str) -> None:
                            if x.startswith("blocked_clients")][0].encode()))
 
 
-def test_pause_write_holds_writes_and_may_replicate_commands(real_redis, pykv_proc):
+@pytest.mark.parametrize("resp", [2, 3])
+def test_pause_write_holds_writes_and_may_replicate_commands(real_redis, pykv_proc, resp):
     """Reads, read-only transactions, EVAL_RO/FCALL_RO and no-writes scripts pass a WRITE
     pause; writes (also when sent inside MULTI), EVAL/EVALSHA/FCALL that may write,
     PUBLISH and PFCOUNT are held and run in arrival order at UNPAUSE."""
@@ -44,7 +48,7 @@ def test_pause_write_holds_writes_and_may_replicate_commands(real_redis, pykv_pr
         s("w", "FUNCTION", "FLUSH")
         s("w", "FUNCTION", "LOAD", LIB)
         s("w", "SET", "k", "1")
-        _named(s, "tx", "ev", "fc", "pub", "pf", "sheb", "sha", "ro")
+        _named(s, "tx", "ev", "fc", "pub", "pf", "sheb", "sha", "ro", resp=resp)
         s("w", "CLIENT", "PAUSE", "100000", "WRITE")
         s("ro", "GET", "k")
         s("ro", "MULTI")
@@ -97,11 +101,13 @@ def test_exec_with_writes_queued_before_the_pause_is_held(real_redis, pykv_proc)
     run_both(real_redis, pykv_proc, steps)
 
 
-def test_no_expiry_while_paused(real_redis, pykv_proc):
+@pytest.mark.parametrize("resp", [2, 3])
+def test_no_expiry_while_paused(real_redis, pykv_proc, resp):
     """While paused, expired keys read as missing but are not deleted (neither lazily nor
     by the expire cycle), so a blocked XREADGROUP on an expired stream is not woken;
     after UNPAUSE they go, and it is."""
     def steps(s):
+        _named(s, "w", "x", "b", resp=resp)
         s("w", "SET", "e", "v", "PX", "30")
         s("w", "XGROUP", "CREATE", "st", "g", "$", "MKSTREAM")
         s("w", "PEXPIRE", "st", "30")
