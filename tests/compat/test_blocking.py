@@ -315,6 +315,17 @@ def test_xreadgroup_woken_when_its_stream_goes_away(real_redis, pykv_proc, resp)
         s("w", "PEXPIRE", "s", "1")
         s.read("c1")  # the expire cycle deletes it: no command needed
         s.wait_blocked(1)
+        # lazy expiry and a new stream in one XADD: the key is a stream again, without the
+        # group, when the waiters are served: NOGROUP, as in Redis (and XREAD is served)
+        s("w", "DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        s("w", "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+        park(s)
+        s("w", "PEXPIRE", "s", "1")
+        time.sleep(0.05)
+        s("w", "XADD", "s", "9-0", "f", "v")
+        s.read("c1")
+        s.read("c2")
+        s("w", "DEBUG", "SET-ACTIVE-EXPIRE", "1")
         _stats(s, "xreadgroup", "xread")
 
     run_both(real_redis, pykv_proc, steps)
