@@ -463,7 +463,9 @@ class Server(ServerCore):
         self.unpause_clients()
 
     def unpause_clients(self) -> None:
-        """End the pause; held commands run in the order they arrived."""
+        """End the pause; held commands run in the order they arrived, once the current
+        work is done (Redis runs them before the loop sleeps: the rest of the unpausing
+        client's pipeline goes first)."""
         self.pause_active = False
         self.pause_end_ms = 0
         pause.set_expiry_paused(self, False)
@@ -471,10 +473,16 @@ class Server(ServerCore):
             self._pause_timer.cancel()
             self._pause_timer = None
         held, self.postponed = self.postponed, deque()
+        if held and self.loop is not None:
+            self.loop.call_soon(self._run_held, held)
+        elif held:
+            self._run_held(held)
+
+    def _run_held(self, held: deque) -> None:
         for client, argv in held:
             if client.closed:
                 continue
-            client.paused = False
+            client.paused = False  # until now its later input waited behind argv
             self.clock.update()
             client.execute(argv)
             if not client.paused:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from support.resp import encode_command
 from support.scenario import Scenario, run_both
 
 LIB = ("#!lua name=lib\n"
@@ -176,3 +177,19 @@ def test_client_unblock_of_a_held_client_leaves_it_held(pykv_proc):
     finally:
         s.client("w").call("CLIENT", "UNPAUSE")
         s.close()
+
+
+def test_held_commands_run_after_the_unpausing_pipeline(real_redis, pykv_proc):
+    """Held commands run once the current work is done: the commands pipelined after
+    CLIENT UNPAUSE on the same connection go first."""
+    def steps(s):
+        s("w", "SET", "k", "old")
+        s("w", "CLIENT", "PAUSE", "100000", "WRITE")
+        s.block("a", "SET", "k", "new", total=1)
+        s.client("w").send_raw(encode_command("CLIENT", "UNPAUSE") + encode_command("GET", "k"))
+        s.read("w")
+        s.read("w")
+        s.read("a")
+        s("w", "GET", "k")
+
+    run_both(real_redis, pykv_proc, steps)
