@@ -132,6 +132,12 @@ class Client(ClientCore):
         """Out-of-band data (pub/sub, invalidations): ignores CLIENT REPLY and flushes."""
         write_reply(self.out, reply, self.resp)
 
+    def end_skipped_command(self) -> None:
+        """A command that answered only with pushes is over: under CLIENT REPLY SKIP it
+        was the skipped one (Redis skips per command; ``add_reply`` counts replies)."""
+        if self.reply_mode == REPLY_SKIP:
+            self.reply_mode = REPLY_ON
+
     def close_now(self) -> None:
         """Flush what is buffered and close the connection."""
         if self.closed:

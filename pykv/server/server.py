@@ -22,7 +22,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
-from pykv.server import replybuf
+from pykv.server import pause, replybuf
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
@@ -82,12 +82,15 @@ class Server(ServerCore):
         self.startup_hooks: list[Callable[[], None]] = []
         # MONITOR's line for a command (plugged in by the MONITOR family)
         self.format_monitor_line: Callable[[Client, list[bytes]], Any] | None = None
+        # a script body's shebang flags (plugged in by the scripting family; CLIENT PAUSE)
+        self.parse_shebang: Callable[[bytes], Any] | None = None
         self._cron_handle: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
         self.cronloops = 0
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         self.pause_write_only = False
         self.postponed: deque[tuple[Client, list[bytes]]] = deque()
         # slow log
@@ -443,19 +446,11 @@ class Server(ServerCore):
                 mon.flush()
 
     # -- client pause ----------------------------------------------------------------------
-    def should_pause(self, client: Client, cmd: Command) -> bool:
-        """Whether CLIENT PAUSE holds this command back (replicas are never paused)."""
-        if getattr(client, "is_replica", False) or getattr(client, "is_master", False):
-            return False
+    def should_pause(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """Whether CLIENT PAUSE holds this command back (see pykv.server.pause)."""
         if int(time.time() * 1000) >= self.pause_end_ms:
             return False  # over; the pause timer resumes the held clients
-        if not self.pause_write_only:
-            return True
-        if cmd.is_write or cmd.may_replicate or cmd.fullname == "pfcount":
-            return True  # PFCOUNT may write (cache update): Redis pauses it too
-        if cmd.fullname == "exec" and client.multi:
-            return any(q.is_write or q.may_replicate for q, _ in client.multi)
-        return False
+        return pause.should_pause(self, client, cmd, argv)
 
     def postpone(self, client: Client, argv: list[bytes]) -> None:
         client.paused = True
@@ -471,6 +466,7 @@ class Server(ServerCore):
         self.pause_active = True
         self.pause_end_ms = end
         self.pause_write_only = write_only
+        pause.set_expiry_paused(self, True)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
         if self.loop is not None:
@@ -487,17 +483,26 @@ class Server(ServerCore):
         self.unpause_clients()
 
     def unpause_clients(self) -> None:
-        """End the pause; held commands run in the order they arrived."""
+        """End the pause; held commands run in the order they arrived, once the current
+        work is done (Redis runs them before the loop sleeps: the rest of the unpausing
+        client's pipeline goes first)."""
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
         held, self.postponed = self.postponed, deque()
+        if held and self.loop is not None:
+            self.loop.call_soon(self._run_held, held)
+        elif held:
+            self._run_held(held)
+
+    def _run_held(self, held: deque) -> None:
         for client, argv in held:
             if client.closed:
                 continue
-            client.paused = False
+            client.paused = False  # until now its later input waited behind argv
             self.clock.update()
             client.execute(argv)
             if not client.paused:
