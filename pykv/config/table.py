@@ -260,7 +260,7 @@ ENTRIES: list[ConfigEntry] = [
     _e("acllog-max-len", INT, 128, min=0, max=LLONG_MAX, flags=COMPAT),
     _e("acl-pubsub-default", ENUM, "resetchannels", choices=("allchannels", "resetchannels"),
        flags=COMPAT),
-    _e("sanitize-dump-payload", ENUM, "no", choices=("no", "yes", "clients"), flags=COMPAT),
+    _e("sanitize-dump-payload", ENUM, "no", choices=("no", "yes", "clients")),
     # latency tracking
     _e("latency-tracking", BOOL, True),
     _e("latency-tracking-info-percentiles", PERCENTILES, [50.0, 99.0, 99.9]),
@@ -304,10 +304,10 @@ ENTRIES: list[ConfigEntry] = [
     _e("aof-load-truncated", BOOL, True),
     _e("aof-use-rdb-preamble", BOOL, True),
     _e("aof-rewrite-incremental-fsync", BOOL, True, flags=COMPAT),
-    _e("aof-timestamp-enabled", BOOL, False, flags=COMPAT),
+    _e("aof-timestamp-enabled", BOOL, False),
     _e("aof-disable-auto-gc", BOOL, False, flags=COMPAT),
-    _e("rdb-key-save-delay", INT, 0, min=INT_MIN, max=INT_MAX, flags=_f("hidden", "compat")),
-    _e("key-load-delay", INT, 0, min=INT_MIN, max=INT_MAX, flags=_f("hidden", "compat")),
+    _e("rdb-key-save-delay", INT, 0, min=INT_MIN, max=INT_MAX, flags=_f("hidden")),
+    _e("key-load-delay", INT, 0, min=INT_MIN, max=INT_MAX, flags=_f("hidden")),
     _e("loading-process-events-interval-bytes", INT, 2 << 20, min=1024, max=INT_MAX,
        flags=_f("hidden", "compat")),
     # replication (pykv has no replication: stored for compatibility)

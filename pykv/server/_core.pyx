@@ -366,15 +366,12 @@ cdef class ClientCore:
         """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""
         if cmd is not None:
             (<CommandCore>cmd).rejected_calls += 1
-            if (<CommandCore>cmd).fullname == "exec":  # Redis's execCommandAbort
+            if (<CommandCore>cmd).fullname == "exec":
+                # Redis's execCommandAbort (EXEC refused: arity, NOAUTH, BUSY, LOADING...)
                 err = errors.exec_abort(err)
                 discard_transaction(self)
         if self.multi is not None:
             self.multi_dirty = True
-        if cmd is not None and (<CommandCore>cmd).fullname == "exec":
-            # Redis's execCommandAbort (EXEC refused while busy, loading…): MULTI ends
-            err = errors.exec_abort(err)
-            discard_transaction(self)
         self.server.count_error(err)
         self.add_reply(err)
 
