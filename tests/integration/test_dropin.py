@@ -43,21 +43,31 @@ class Proc:
                                          env={**os.environ, **(env or {})})
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        with open(self.log_path, encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read()  # \r\n kept (INFO in the crash report)
 
     def wait_log(self, text: str, timeout: float = 20) -> str:
+        return self.wait_in(self.log_path, text, timeout, self.proc)
+
+    @staticmethod
+    def wait_in(path: Path, text: str, timeout: float,
+                proc: subprocess.Popen | None) -> str:
+        """Poll ``path`` for ``text``; fail early if ``proc`` exits without logging it."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            content = self.log()
+        while True:
+            exited = proc is not None and proc.poll() is not None
+            try:
+                with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+                    content = fh.read()
+            except FileNotFoundError:
+                content = ""
             if text in content:
                 return content
-            if self.proc.poll() is not None:
-                content = self.log()
-                if text in content:
-                    return content
-                raise AssertionError(f"exited {self.proc.returncode} before {text!r}:\n{content}")
+            if exited:
+                raise AssertionError(f"exited {proc.returncode} before {text!r}:\n{content}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in {path} within {timeout}s:\n{content}")
             time.sleep(0.03)
-        raise AssertionError(f"{text!r} not logged within {timeout}s:\n{self.log()}")
 
     def wait(self, timeout: float = 20) -> int:
         try:
@@ -326,7 +336,7 @@ def test_failed_save_keeps_running_until_forced(tmp_path):
             client.call("SET", "k", "v")
             assert client.call("SHUTDOWN") == b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
             proc.proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while proc.log().count("Errors trying to shut down the server") < 2:
                 assert time.monotonic() < deadline, proc.log()
                 time.sleep(0.03)
@@ -341,3 +351,273 @@ def test_failed_save_keeps_running_until_forced(tmp_path):
     assert logs[0].count("Error trying to save the DB, can't exit.") == 2
     assert logs[0][-2:] == ["Error trying to save the DB. Exit anyway.",
                             "Redis is now ready to exit, bye bye..."]
+
+
+# -- daemon, supervision, logfile, syslog -------------------------------------------------
+def _wait_file(path: Path, text: str, timeout: float = 20) -> str:
+    """Wait until ``path`` (a logfile, maybe not created yet) contains ``text``."""
+    return Proc.wait_in(path, text, timeout, None)
+
+
+def _gone(pid: int, timeout: float = 20) -> None:
+    """Wait for a process that is not our child (a daemon) to disappear."""
+    deadline = time.monotonic() + timeout
+    while os.path.exists(f"/proc/{pid}"):
+        assert time.monotonic() < deadline, f"process {pid} still running"
+        time.sleep(0.03)
+
+
+def test_daemonize_double_forks_writes_pidfile_and_logs_to_logfile(tmp_path):
+    port = free_port()
+    done = subprocess.run([*PYKV, *server_args(port, tmp_path, "--daemonize", "yes",
+                                                "--pidfile", str(tmp_path / "d.pid"),
+                                                "--logfile", "d.log")],
+                          cwd=tmp_path, capture_output=True, timeout=30)
+    # the launcher returns at once and nothing kept its pipes open
+    assert done.returncode == 0 and done.stdout == done.stderr == b""
+    log = _wait_file(tmp_path / "d.log", "Ready to accept connections")
+    pid = int((tmp_path / "d.pid").read_text())
+    try:
+        assert f"pid={pid}, just started" in log  # the daemon logs as itself
+        assert os.getsid(pid) != pid  # second fork: not a session leader, no terminal
+        assert os.getsid(pid) != os.getsid(0)  # but in a session of its own
+        assert all(os.readlink(f"/proc/{pid}/fd/{fd}") == os.devnull for fd in (0, 1, 2))
+        assert RawClient(port=port).call("PING") == b"+PONG\r\n"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    _gone(pid)
+    lines = texts((tmp_path / "d.log").read_text())
+    assert lines[-3:] == ["User requested shutdown...", "Removing the pid file.",
+                          "Redis is now ready to exit, bye bye..."]
+    assert not (tmp_path / "d.pid").exists()
+
+
+def _notify_socket(tmp_path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify.sock"))
+    sock.settimeout(20)
+    return sock
+
+
+def _messages(sock: socket.socket, until: bytes) -> list[bytes]:
+    got = []
+    while until not in got:
+        got.append(sock.recv(4096))
+    return got
+
+
+@pytest.mark.parametrize("mode", ["systemd", "auto"])
+def test_supervised_systemd_notifies_readiness(tmp_path, mode):
+    notify = _notify_socket(tmp_path)
+    env = {"NOTIFY_SOCKET": str(tmp_path / "notify.sock")}
+    env.pop("UPSTART_JOB", None)
+    proc = Proc([*PYKV, *server_args(free_port(), tmp_path, "--supervised", mode,
+                                     "--daemonize", "yes", "--save", "3600 1",
+                                     "--loglevel", "verbose")], tmp_path, env)
+    try:
+        assert _messages(notify, b"READY=1\n") == [
+            b"STATUS=Redis is loading...\n", b"STATUS=Ready to accept connections\n",
+            b"READY=1\n"]
+        lines = texts(proc.wait_log("Ready to accept connections"))
+        # supervised: no daemonizing (the process is still the one started)
+        assert proc.proc.poll() is None
+        assert ("Supervised by systemd. Please make sure you set appropriate values for "
+                "TimeoutStartSec and TimeoutStopSec in your service unit.") in lines
+        assert ("Systemd supervision detected." in lines) == (mode == "auto")
+        proc.proc.send_signal(signal.SIGTERM)
+        assert _messages(notify, b"STATUS=Saving the final RDB snapshot\n")
+        assert proc.wait() == 0
+    finally:
+        proc.stop()
+        notify.close()
+
+
+def test_supervised_upstart_stops_itself_when_ready_to_be_watched(tmp_path):
+    proc = Proc([*PYKV, *server_args(free_port(), tmp_path, "--supervised", "upstart")],
+                tmp_path, {"UPSTART_JOB": "pykv"})
+    try:
+        proc.wait_log("supervised by upstart, will stop to signal readiness.")
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{proc.proc.pid}/stat").read_text().split(") ")[1][0] != "T":
+            assert time.monotonic() < deadline, "never stopped"
+            time.sleep(0.03)
+        os.kill(proc.proc.pid, signal.SIGCONT)
+        proc.wait_log("Ready to accept connections")
+    finally:
+        proc.stop()
+    missing = Proc([*PYKV, *server_args(free_port(), tmp_path / "m", "--supervised",
+                                        "upstart")], tmp_path / "m")
+    try:
+        lines = texts(missing.wait_log("Ready to accept connections"))
+        assert "upstart supervision requested, but UPSTART_JOB not found!" in lines
+    finally:
+        missing.stop()
+
+
+def test_logfile_is_reopened_per_line_and_sighup_is_ignored(tmp_path):
+    port = free_port()
+    proc = Proc([*PYKV, *server_args(port, tmp_path, "--logfile", "srv.log",
+                                     "--enable-debug-command", "yes")], tmp_path)
+    try:
+        _wait_file(tmp_path / "srv.log", "Ready to accept connections")
+        (tmp_path / "srv.log").rename(tmp_path / "srv.log.1")  # logrotate
+        proc.proc.send_signal(signal.SIGHUP)
+        client = RawClient(port=port)
+        assert client.call("DEBUG", "LOG", "after rotation") == b"+OK\r\n"
+        assert texts(_wait_file(tmp_path / "srv.log", "after rotation")) == [
+            "DEBUG LOG: after rotation"]  # a new file, created by the next line
+        assert proc.proc.poll() is None and client.call("PING") == b"+PONG\r\n"
+    finally:
+        proc.stop()
+    assert proc.log() == ""  # nothing on stdout
+
+
+_SYSLOG_SCRIPT = r"""
+import os, socket, subprocess, sys
+for name, major, minor in (("null", 1, 3), ("zero", 1, 5), ("urandom", 1, 9)):
+    os.mknod("/dev/" + name, 0o20666, os.makedev(major, minor))
+os.symlink("/proc/self/fd", "/dev/fd")
+log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+log.bind("/dev/log")
+log.settimeout(20)
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+try:
+    while True:
+        data = log.recv(4096).decode()
+        print(data, flush=True)
+        if "Ready to accept connections" in data:
+            break
+finally:
+    proc.kill()
+"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")
+def test_syslog_gets_every_line_with_ident_and_facility(tmp_path):
+    """In a private mount namespace, /dev/log is this test's socket."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespaces here")
+    script = tmp_path / "syslog_server.py"
+    script.write_text(_SYSLOG_SCRIPT)
+    cmd = [*PYKV, *server_args(free_port(), tmp_path, "--syslog-enabled", "yes",
+                               "--syslog-ident", "pykvtest", "--syslog-facility", "local3")]
+    done = subprocess.run(["unshare", "-m", "sh", "-c",
+                           'mount -t tmpfs none /dev && exec "$@"', "sh",
+                           sys.executable, str(script), *cmd],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    messages = [m for m in done.stdout.splitlines() if m]
+    assert messages, done.stderr
+    # <facility local3 (19) * 8 + severity>: warning 4, notice 5
+    assert re.match(r"<156>.*pykvtest\[\d+\]: oO0OoO0OoO0Oo Redis is starting", messages[0])
+    assert re.match(r"<157>.*pykvtest\[\d+\]: Ready to accept connections", messages[-1])
+
+
+# -- process title, OOM score -----------------------------------------------------------
+def test_proc_title_falls_back_to_prctl_without_setproctitle(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "setproctitle.py").write_text("raise ImportError('blocked for the test')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(blocker), *sys.path])}
+    port = free_port()
+    proc = Proc([*PYKV, *server_args(port, tmp_path / "a", "--proc-title-template",
+                                     "kv {port} {server-mode}")], tmp_path / "a", env)
+    untitled = Proc([*PYKV, *server_args(free_port(), tmp_path / "b", "--set-proc-title",
+                                         "no")], tmp_path / "b", env)
+    try:
+        proc.wait_log("Ready to accept connections")
+        comm = Path(f"/proc/{proc.proc.pid}/comm")
+        assert comm.read_text() == f"kv {port}\n"
+        client = RawClient(port=port)
+        assert client.call("CONFIG", "SET", "proc-title-template",
+                           "{title} {listen-addr}") == b"+OK\r\n"
+        assert comm.read_text() == "pykv-server 127.0.0.1"[:15] + "\n"
+        untitled.wait_log("Ready to accept connections")
+        assert Path(f"/proc/{untitled.proc.pid}/comm").read_text().startswith("python")
+    finally:
+        proc.stop()
+        untitled.stop()
+
+
+def test_oom_score_adj_is_written_as_redis_writes_it(tmp_path):
+    base = int(Path("/proc/self/oom_score_adj").read_text())
+    port = free_port()
+    proc = Proc([*PYKV, *server_args(port, tmp_path, "--oom-score-adj", "relative",
+                                     "--oom-score-adj-values", "100", "200", "300")], tmp_path)
+    try:
+        proc.wait_log("Ready to accept connections")
+        score = Path(f"/proc/{proc.proc.pid}/oom_score_adj")
+        assert int(score.read_text()) == min(1000, base + 100)
+        client = RawClient(port=port)
+        assert client.call("CONFIG", "SET", "oom-score-adj", "absolute") == b"+OK\r\n"
+        assert int(score.read_text()) == 100
+        assert client.call("CONFIG", "SET", "oom-score-adj-values", "250 300 400") == b"+OK\r\n"
+        assert int(score.read_text()) == 250
+        assert client.call("CONFIG", "SET", "oom-score-adj", "no") == b"+OK\r\n"
+        assert int(score.read_text()) == base  # back to where it started
+    finally:
+        proc.stop()
+
+
+# -- crash report ---------------------------------------------------------------------------
+def _crash_report(log: str) -> str:
+    start = log.index("=== REDIS BUG REPORT START: Cut & paste starting from here ===")
+    end = log.index("=== REDIS BUG REPORT END. Make sure to include from START to END. ===")
+    return log[start:end]
+
+
+def test_debug_segfault_logs_redis_crash_report(tmp_path):
+    port = free_port()
+    proc = Proc([*PYKV, *server_args(port, tmp_path, "--enable-debug-command", "yes")],
+                tmp_path)
+    try:
+        proc.wait_log("Ready to accept connections")
+        client = RawClient(port=port)
+        client.call("SET", "k", "v")
+        client.send_raw(b"*2\r\n$5\r\nDEBUG\r\n$8\r\nSEGFAULT\r\n")
+        assert proc.wait() == -signal.SIGSEGV
+    finally:
+        proc.stop()
+    report = _crash_report(proc.log())
+    lines = texts(report)
+    assert lines[0] == "Redis 7.0.15 crashed by signal: 11, si_code: 2"  # SEGV_ACCERR
+    assert lines[1].startswith("Accessing address: 0x")
+    assert "------ STACK TRACE ------" in report
+    assert re.search(r'File ".*crash\.py", line \d+ in segfault', report)  # Python stack
+    assert "Backtrace:\n" in report and "python" in report.split("Backtrace:\n")[1]
+    info = report.split("------ INFO OUTPUT ------\n")[1]
+    assert info.startswith("# Server\r\nredis_version:7.0.15\r\n")
+    assert "db0:keys=1,expires=0" in info
+    assert "------ CLIENT LIST OUTPUT ------" in report
+    assert "argv[0]: '\"DEBUG\"'\nargv[1]: '\"SEGFAULT\"'" in report
+
+
+@pytest.mark.parametrize("signum", [signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE,
+                                    signal.SIGILL, signal.SIGABRT])
+def test_fatal_signals_log_the_report_and_keep_their_exit_status(tmp_path, signum):
+    proc = Proc([*PYKV, *server_args(free_port(), tmp_path, "--logfile", "crash.log")],
+                tmp_path)
+    try:
+        _wait_file(tmp_path / "crash.log", "Ready to accept connections")
+        os.kill(proc.proc.pid, signum)
+        assert proc.wait() == -signum
+    finally:
+        proc.stop()
+    report = _crash_report((tmp_path / "crash.log").read_text())
+    assert texts(report)[0] == f"Redis 7.0.15 crashed by signal: {int(signum)}, si_code: 0"
+    assert "------ INFO OUTPUT ------" in report
+
+
+def test_crash_log_disabled_leaves_the_default_action(tmp_path):
+    port = free_port()
+    proc = Proc([*PYKV, *server_args(port, tmp_path, "--crash-log-enabled", "no")], tmp_path)
+    try:
+        proc.wait_log("Ready to accept connections")
+        client = RawClient(port=port)
+        assert client.call("CONFIG", "SET", "crash-log-enabled", "yes") == b"+OK\r\n"
+        assert client.call("CONFIG", "SET", "crash-log-enabled", "no") == b"+OK\r\n"
+        os.kill(proc.proc.pid, signal.SIGSEGV)
+        assert proc.wait() == -signal.SIGSEGV
+    finally:
+        proc.stop()
+    assert "REDIS BUG REPORT" not in proc.log()
