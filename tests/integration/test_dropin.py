@@ -553,6 +553,23 @@ def test_oom_score_adj_is_written_as_redis_writes_it(tmp_path):
         assert int(score.read_text()) == 100
         assert client.call("CONFIG", "SET", "oom-score-adj-values", "250 300 400") == b"+OK\r\n"
         assert int(score.read_text()) == 250
+        # a BGSAVE child takes the background-child value
+        pairs = [arg for i in range(200000) for arg in (b"key:%d" % i, b"value")]
+        assert client.call("MSET", *pairs) == b"+OK\r\n"
+        assert client.call("BGSAVE").startswith(b"+Background saving started")
+        children = Path(f"/proc/{proc.proc.pid}/task/{proc.proc.pid}/children")
+        deadline = time.monotonic() + 20
+        while not children.read_text().split():
+            assert time.monotonic() < deadline, "never saw the BGSAVE child"
+            time.sleep(0.001)
+        child_score = Path(f"/proc/{children.read_text().split()[0]}/oom_score_adj")
+        seen = set()
+        try:  # the child sets its score right after the fork: read until it has
+            while 400 not in seen and time.monotonic() < deadline:
+                seen.add(int(child_score.read_text()))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+        assert 400 in seen, seen
         assert client.call("CONFIG", "SET", "oom-score-adj", "no") == b"+OK\r\n"
         assert int(score.read_text()) == base  # back to where it started
     finally:
@@ -621,3 +638,53 @@ def test_crash_log_disabled_leaves_the_default_action(tmp_path):
     finally:
         proc.stop()
     assert "REDIS BUG REPORT" not in proc.log()
+
+
+# -- packaging ------------------------------------------------------------------------------
+WHEEL_LIMIT = 8 << 20  # "a few MB": the extensions are ~4 MB stripped of their C sources
+
+
+@pytest.mark.slow  # compiles every extension from scratch: minutes on a busy 2-core machine
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the sources")
+def test_wheel_ships_extensions_not_c_sources_and_sdist_keeps_pyx(tmp_path):
+    import zipfile
+
+    root = Path(__file__).resolve().parents[2]
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
+                           capture_output=True, text=True, check=True).stdout.split()
+    src = tmp_path / "src"
+    for name in files:
+        if (root / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, src / name)
+    out = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps",
+                    "--no-build-isolation", "-q", "-w", str(out)], cwd=src, check=True,
+                   capture_output=True, timeout=1700)
+    wheel = next(out.glob("pykv-*.whl"))
+    assert wheel.stat().st_size < WHEEL_LIMIT, wheel.stat().st_size
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    assert not [n for n in names if n.endswith((".c", ".pyx", ".pxd"))]
+    setup_py = (root / "setup.py").read_text()
+    modules = re.findall(r'^    "(pykv/[\w/]+)\.pyx?",', setup_py, re.M)
+    assert len(modules) > 20
+    for module in modules:  # every extension is there, compiled
+        assert any(n.startswith(module + ".") and n.endswith(".so") for n in names), module
+    assert "pykv/server/lifecycle/logo.txt" in names
+    assert "pykv/commands/command_table.json" in names
+    assert b"Provides-Extra: testing" in metadata
+    assert re.search(rb"Requires-Dist: redis>=5; extra == \"testing\"", metadata)
+    assert re.search(rb"Requires-Dist: pytest>=7; extra == \"testing\"", metadata)
+    assert re.search(rb"Requires-Dist: setproctitle>=1.3; extra == \"proctitle\"", metadata)
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(out)], cwd=src,
+                   check=True, capture_output=True, timeout=600)
+    import tarfile
+
+    with tarfile.open(next(out.glob("pykv-*.tar.gz"))) as tf:
+        members = tf.getnames()
+    assert any(m.endswith("pykv/protocol/_parser.pyx") for m in members)
+    assert any(m.endswith("pykv/protocol/_parser.pxd") for m in members)
+    assert not [m for m in members if m.endswith((".c", ".so"))]
