@@ -15,6 +15,9 @@ import os
 import signal
 import sys
 
+from pykv.assemble import build_server, command_exists
+from pykv.commands.debug import register_subcommand
+from pykv.commands.info import generate_info
 from pykv.config import Config
 from pykv.config.loader import REDIS_VERSION, ConfigLoadError, load_config
 from pykv.server.lifecycle import banner, crash, daemon, oom, proctitle, signals, supervision
@@ -52,16 +55,15 @@ def _exit_now(code: int) -> None:
 
 async def run_server(config: Config, supervisor: supervision.Supervisor | None = None,
                      loop_name: str = "asyncio", background: bool = False) -> int:
-    from pykv.server.server import Server
-
-    server = Server(config)
+    server = build_server(config)
     server.supervisor = supervisor
     signals.install(asyncio.get_running_loop(), server)
     # a file-size limit (ulimit -f) must fail the write with EFBIG, not kill the server:
     # persistence then reports the error (MISCONF) and keeps the previous good file
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     banner.initializing(config, loop_name)
-    crash.install(server)
+    crash.install(server, generate_info)
+    register_subcommand(b"segfault", 2, crash.segfault)
     try:
         await server.open_listeners()
     except OSError as exc:
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(test_memory(argv))
     setup_logging()
     try:
-        config = load_config(argv, log=log.warning)
+        config = load_config(argv, log=log.warning, command_exists=command_exists)
     except ConfigLoadError as exc:
         if exc.as_log:
             log.warning("%s", exc)

@@ -1,4 +1,4 @@
-"""Regenerate ``pykv/commands/command_table.json`` from a running Redis 7.0.
+"""Regenerate ``pykv/server/command_table.json`` from a running Redis 7.0.
 
 The command table is data (DESIGN.md): arity, flags, key positions, key specs, ACL
 categories, group, since, argument structure and subcommands are interface facts that
@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "pykv" / "commands" / "command_table.json"
+OUT = Path(__file__).resolve().parent.parent / "pykv" / "server" / "command_table.json"
 PROSE_FIELDS = {"summary", "complexity", "history", "notes"}
 
 

@@ -12,9 +12,7 @@ import re
 from pykv import errors
 from pykv.protocol import ErrorReply
 from pykv.protocol._parser import string2ll as _string2ll
-
-LLONG_MAX = (1 << 63) - 1
-LLONG_MIN = -(1 << 63)
+from pykv.util.limits import LLONG_MAX, LLONG_MIN  # noqa: F401  (the families import them from here)
 
 _FLOAT_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from pykv import errors
-from pykv.commands.args import to_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import METADATA, Command, command
 from pykv.commands.summaries import HISTORY, KEY_SPEC_NOTES, SUMMARIES
 from pykv.protocol import ErrorReply, RespSet, SimpleString
+from pykv.server.keyspecs import Found, find_keys, has_key_finder
 from pykv.util.glob import stringmatch
 
 HELP = [
@@ -257,10 +257,6 @@ def command_getkeysandflags(c, argv):
     return [[args[i], _statuses(flags)] for i, flags in found]
 
 
-# -- key extraction ------------------------------------------------------------------------------
-Found = list[tuple[int, list[str]]]
-
-
 def _getkeys(c, argv: list[bytes]) -> Found | ErrorReply:
     args = argv[2:]
     cmd = _lookup(c.server.commands, args[0])
@@ -268,141 +264,11 @@ def _getkeys(c, argv: list[bytes]) -> Found | ErrorReply:
         cmd = cmd.subcommands.get(args[1].lower())
     if cmd is None:
         return INVALID_COMMAND
-    finder = _FINDERS.get(cmd.fullname)
-    specs_incomplete = any(s["begin_search"]["type"] == "unknown" for s in cmd.key_specs)
-    if not cmd.key_specs and finder is None and cmd.get_keys is None:
+    if not has_key_finder(cmd):
         return NO_KEY_ARGUMENTS
     if (cmd.arity > 0 and cmd.arity != len(args)) or len(args) < -cmd.arity:
         return INVALID_ARG_COUNT
-    found: Found | None
-    if finder is not None:
-        found = finder(cmd, args)
-    elif cmd.get_keys is not None and (specs_incomplete or not cmd.key_specs):
-        # a family's own finder, for keys the specs cannot locate
-        spec_flags = cmd.key_specs[0]["flags"] if cmd.key_specs else []
-        found = [(i, _plain(spec_flags)) for i in cmd.get_keys(args)]
-    else:
-        found = keys_from_specs(cmd, args)
+    found = find_keys(cmd, args)
     if not found:
         return [] if "no_mandatory_keys" in cmd.flags else INVALID_ARGUMENTS
     return found
-
-
-def _plain(flags: list[str]) -> list[str]:
-    """Key-spec flags as COMMAND GETKEYSANDFLAGS shows them (no spec-only markers)."""
-    return [f for f in flags if f not in ("variable_flags", "incomplete", "not_key")]
-
-
-def keys_from_specs(cmd: Command, args: list[bytes]) -> Found | None:
-    """Redis's getKeysUsingKeySpecs: None when the arguments contradict a spec."""
-    argc = len(args)
-    found: Found = []
-    for spec in cmd.key_specs:
-        if "not_key" in spec.get("flags", ()):
-            continue
-        bs, fk = spec["begin_search"], spec["find_keys"]
-        if bs["type"] == "index":
-            first = bs["spec"]["index"]
-        elif bs["type"] == "keyword":
-            first = _keyword_position(args, bs["spec"]["keyword"], bs["spec"]["startfrom"])
-            if not first:
-                continue
-        else:
-            continue
-        if fk["type"] == "range":
-            r = fk["spec"]
-            if r["lastkey"] >= 0:
-                last = first + r["lastkey"]
-            elif not r["limit"]:
-                last = argc + r["lastkey"]
-            else:
-                last = first + ((argc - first) // r["limit"] + r["lastkey"])
-            step = r["keystep"]
-        elif fk["type"] == "keynum":
-            k = fk["spec"]
-            if first + k["keynumidx"] >= argc:
-                return None
-            numkeys = to_int(args[first + k["keynumidx"]])
-            if numkeys is None or numkeys < 0:
-                return None
-            first += k["firstkey"]
-            last = first + numkeys - 1
-            step = k["keystep"]
-        else:
-            continue
-        if last >= argc or last < first or first >= argc:
-            return None
-        flags = _plain(spec.get("flags", []))
-        for i in range(first, last + 1, max(step, 1)):
-            found.append((i, flags))
-    return found
-
-
-def _keyword_position(args: list[bytes], keyword: str, startfrom: int) -> int:
-    """Index just after ``keyword``, searched forward from ``startfrom`` (or backward from
-    the end when negative); 0 when absent."""
-    argc = len(args)
-    word = keyword.encode().lower()
-    start = startfrom if startfrom > 0 else argc + startfrom
-    end = argc - 1 if startfrom > 0 else 1
-    i = start
-    while i != end:
-        if i >= argc or i < 1:
-            break
-        if args[i].lower() == word:
-            return i + 1
-        i = i + 1 if start <= end else i - 1
-    return 0
-
-
-def _sort_keys(cmd: Command, args: list[bytes]) -> Found:
-    """SORT: the sorted key, and the STORE destination (the last STORE wins)."""
-    found: Found = [(1, ["RO", "access"])]
-    if cmd.fullname == "sort_ro":
-        return found
-    skip = {b"limit": 2, b"get": 1, b"by": 1}
-    store = None
-    i = 2
-    while i < len(args):
-        word = args[i].lower()
-        if word in skip:
-            i += skip[word]
-        elif word == b"store" and i + 1 < len(args):
-            store = i + 1
-            i += 1
-        i += 1
-    if store is not None:
-        found.append((store, ["OW", "update"]))
-    return found
-
-
-def _migrate_keys(cmd: Command, args: list[bytes]) -> Found:
-    """MIGRATE host port key|"" db timeout [... KEYS k1 k2 ...]."""
-    flags = ["RW", "access", "delete"]
-    if len(args) > 6:
-        for i in range(6, len(args)):
-            low = args[i].lower()
-            if low in (b"auth",):
-                break
-            if low == b"keys" and args[3] == b"":
-                return [(j, flags) for j in range(i + 1, len(args))]
-    return [(3, flags)]
-
-
-def _set_keys(cmd: Command, args: list[bytes]) -> Found:
-    with_get = any(a.lower() == b"get" for a in args[3:])
-    return [(1, ["RW", "access", "update"] if with_get else ["OW", "update"])]
-
-
-def _bitfield_keys(cmd: Command, args: list[bytes]) -> Found:
-    writes = any(a.lower() in (b"set", b"incrby") for a in args[2:])
-    return [(1, ["RW", "access", "update"] if writes else ["RO", "access"])]
-
-
-_FINDERS = {
-    "sort": _sort_keys,
-    "sort_ro": _sort_keys,
-    "migrate": _migrate_keys,
-    "set": _set_keys,
-    "bitfield": _bitfield_keys,
-}

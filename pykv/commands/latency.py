@@ -14,7 +14,6 @@ command's histogram (C counters on ``CommandCore``, Redis's HDR histogram resolu
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,8 +22,7 @@ from pykv.commands.introspection import lookup_full
 from pykv.commands.registry import Command, command
 from pykv.config.values import format_percentile
 from pykv.protocol import ErrorReply, RawReply, Verbatim, encode_reply
-
-HISTORY_LEN = 160
+from pykv.server.latency_monitor import EventSeries, LatencyMonitor
 
 HELP = [
     "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -45,44 +43,6 @@ HELP = [
     "HELP",
     "    Print this help.",
 ]
-
-
-class EventSeries:
-    """The samples of one event: ``(unix_seconds, ms)`` pairs, newest last."""
-
-    __slots__ = ("samples", "max")
-
-    def __init__(self) -> None:
-        self.samples: deque[list[int]] = deque(maxlen=HISTORY_LEN)
-        self.max = 0
-
-    def add(self, when: int, ms: int) -> None:
-        if self.samples and self.samples[-1][0] == when:
-            last = self.samples[-1]
-            last[1] = max(last[1], ms)
-        else:
-            self.samples.append([when, ms])
-        self.max = max(self.max, ms)
-
-
-class LatencyMonitor:
-    """Event name -> samples (the server owns one as ``server.latency``)."""
-
-    def __init__(self) -> None:
-        self.events: dict[str, EventSeries] = {}
-
-    def add_sample(self, event: str, ms: int) -> None:
-        series = self.events.get(event)
-        if series is None:
-            series = self.events[event] = EventSeries()
-        series.add(int(time.time()), ms)
-
-    def reset(self, names: list[str] | None = None) -> int:
-        if names is None:
-            count = len(self.events)
-            self.events.clear()
-            return count
-        return sum(1 for name in names if self.events.pop(name, None) is not None)
 
 
 def _monitor(c) -> LatencyMonitor:

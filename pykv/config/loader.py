@@ -91,8 +91,11 @@ class CommandLine:
 
 # -- reading config text -----------------------------------------------------------------
 class _LoadState:
-    def __init__(self) -> None:
+    def __init__(self, command_exists: Callable[[str], bool] | None = None) -> None:
         self.save_seen = False
+        # whether a command name exists (``rename-command`` checks both names); the
+        # composition root passes the command table's lookup, None skips the check
+        self.command_exists = command_exists
 
 
 def apply_config_text(config: Config, text: str, state: _LoadState | None = None) -> None:
@@ -130,7 +133,7 @@ def _apply_directive(config: Config, words: list[str], state: _LoadState) -> Non
     if name == "include" and len(words) == 2:
         _include(config, values[0], state)
     elif name == "rename-command" and len(words) == 3:
-        _rename_command(config, values[0], values[1])
+        _rename_command(config, values[0], values[1], state.command_exists)
     elif name == "user" and len(words) >= 2:
         config.user_directives.append(values)
     elif name == "listener" and len(words) == 2:
@@ -179,15 +182,13 @@ def _include(config: Config, path: str, state: _LoadState) -> None:
         apply_config_text(config, text, state)
 
 
-def _rename_command(config: Config, old: str, new: str) -> None:
-    from pykv.commands import load_all_commands
-    from pykv.commands.registry import TABLE
-
-    load_all_commands()
-    if TABLE.get(old.lower().encode("utf-8", "surrogateescape")) is None:
-        raise ConfigError("No such command in rename-command")
-    if new and TABLE.get(new.lower().encode("utf-8", "surrogateescape")) is not None:
-        raise ConfigError("Target command name already exists")
+def _rename_command(config: Config, old: str, new: str,
+                    command_exists: Callable[[str], bool] | None) -> None:
+    if command_exists is not None:
+        if not command_exists(old.lower()):
+            raise ConfigError("No such command in rename-command")
+        if new and command_exists(new.lower()):
+            raise ConfigError("Target command name already exists")
     config.rename_commands.append((old.lower(), new.lower()))
 
 
@@ -203,8 +204,10 @@ def _check_logfile(config: Config) -> None:
 
 
 def load_config(argv: list[str], log: Callable[[str], None] | None = None,
-                stdin_text: Callable[[], str] | None = None) -> Config:
-    """The Config for ``pykv-server`` arguments (``argv`` without the program name)."""
+                stdin_text: Callable[[], str] | None = None,
+                command_exists: Callable[[str], bool] | None = None) -> Config:
+    """The Config for ``pykv-server`` arguments (``argv`` without the program name);
+    ``command_exists`` checks the names of ``rename-command`` lines."""
     cmdline = CommandLine(argv)
     config = Config()
     text = ""
@@ -223,6 +226,6 @@ def load_config(argv: list[str], log: Callable[[str], None] | None = None,
         text += stdin_text() if stdin_text is not None else sys.stdin.read()
     if cmdline.options:
         text += "\n" + cmdline.options
-    apply_config_text(config, text)
+    apply_config_text(config, text, _LoadState(command_exists))
     _check_logfile(config)
     return config

@@ -13,6 +13,7 @@ with Redis's reason; CONFIG SET then restores every value it changed.
 - ``maxclients``: the open-files limit is raised to fit, or the change is refused.
 - ``timeout``: a cron hook closes clients idle for longer (not blocked, not subscribed).
 - ``dir``: the working directory follows it.
+- ``rdma-port``/``rdma-bind``: the config's RDMA listener is re-opened, as in Valkey.
 - new connections get TCP keepalive per ``tcp-keepalive``, and ``protected-mode`` refuses
   non-local clients while no password is set (Redis's DENIED reply).
 ``hz``, ``client-query-buffer-limit``, ``slowlog-*`` and the rest are read live.
@@ -54,6 +55,7 @@ def install(server: Server) -> RuntimeEffects:
     cfg.on_change("maxclients", effects.on_maxclients)
     cfg.on_change("dir", effects.on_dir)
     server.add_cron(effects.close_idle_clients)
+    install_rdma_listener_hooks(server)
     apply_renames(server)
     return effects
 
@@ -275,3 +277,38 @@ class SocketListener(Listener):
         for sock in self.pending:
             sock.close()
         self.pending = []
+
+
+def install_rdma_listener_hooks(server: Server) -> None:
+    """``CONFIG SET rdma-port``/``rdma-bind`` re-open the config's RDMA listener, like Valkey.
+
+    Clients already connected stay connected; port 0 closes the listener."""
+    cfg = server.config
+    state = {"port": cfg.rdma_port, "binds": list(cfg.rdma_bind)}
+
+    def hook(_value: Any) -> None:
+        from pykv.net.rdma import RdmaListener, open_listener
+
+        port, binds = cfg.rdma_port, list(cfg.rdma_bind)
+        if (port, binds) == (state["port"], state["binds"]):
+            return
+        if server.loop is None:  # not serving yet: start() opens the configured listener
+            state["port"], state["binds"] = port, binds
+            return
+        for old in list(server.listeners):
+            if (isinstance(old, RdmaListener) and old.spec.port == state["port"]
+                    and list(old.spec.binds) == state["binds"]):
+                old.close()
+                server.listeners.remove(old)
+        state["port"], state["binds"] = port, binds
+        if port:
+            try:
+                new = open_listener(ListenerSpec("rdma", binds=binds, port=port), server.accept,
+                                    server, server.loop)
+            except (OSError, ValueError) as exc:
+                log.warning("%s", exc)
+                raise ConfigError("Unable to listen on this port. Check server logs.") from None
+            server.listeners.append(new)
+
+    cfg.on_change("rdma-port", hook)
+    cfg.on_change("rdma-bind", hook)

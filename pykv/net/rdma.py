@@ -422,38 +422,3 @@ class RdmaConnectionType(ConnectionType):
 
     async def listen(self, spec: ListenerSpec, accept: AcceptFn, server: Any) -> Listener:
         return open_listener(spec, accept, server, asyncio.get_running_loop())
-
-
-def install_config_hooks(server: Any) -> None:
-    """``CONFIG SET rdma-port``/``rdma-bind`` re-open the config's RDMA listener, like Valkey.
-
-    Clients already connected stay connected; port 0 closes the listener."""
-    cfg = server.config
-    state = {"port": cfg.rdma_port, "binds": list(cfg.rdma_bind)}
-
-    def hook(_value: Any) -> None:
-        from pykv.config.values import ConfigError
-
-        port, binds = cfg.rdma_port, list(cfg.rdma_bind)
-        if (port, binds) == (state["port"], state["binds"]):
-            return
-        if server.loop is None:  # not serving yet: start() opens the configured listener
-            state["port"], state["binds"] = port, binds
-            return
-        for old in list(server.listeners):
-            if (isinstance(old, RdmaListener) and old.spec.port == state["port"]
-                    and list(old.spec.binds) == state["binds"]):
-                old.close()
-                server.listeners.remove(old)
-        state["port"], state["binds"] = port, binds
-        if port:
-            try:
-                new = open_listener(ListenerSpec("rdma", binds=binds, port=port), server.accept,
-                                    server, server.loop)
-            except (OSError, ValueError) as exc:
-                log.warning("%s", exc)
-                raise ConfigError("Unable to listen on this port. Check server logs.") from None
-            server.listeners.append(new)
-
-    cfg.on_change("rdma-port", hook)
-    cfg.on_change("rdma-bind", hook)

@@ -6,7 +6,7 @@ struct members, so reading them costs a pointer load instead of a Python attribu
 
 * ``CommandCore`` — a command's handler, arity, the flags the dispatcher checks, its
   ``INFO commandstats`` counters and its latency histogram (``LATENCY HISTOGRAM``, ``INFO
-  latencystats``; ``pykv.commands.registry.Command`` adds the metadata);
+  latencystats``; ``pykv.server.command_table.Command`` adds the metadata);
 * ``ServerCore`` — the server state every command touches (``pykv.server.server.Server``
   adds everything else);
 * ``ClientCore`` — a connection's protocol state, plus the dispatcher itself:
@@ -198,24 +198,6 @@ cdef class ServerCore:
             client.write_pending = False
             if not client.closed:
                 client.write_out()
-
-
-cdef class AofFeedCore:
-    """The append-only file's command buffer (``pykv.storage.aof.AppendOnlyFile`` adds the
-    files): ``feed`` runs for every write command while the AOF is on."""
-
-    cdef public bytearray buf
-    cdef public int current_db
-    cdef public long long fed  # commands fed so far (EXEC wrapping counts its own)
-
-    cpdef feed(self, int db_id, list argv):
-        """Append ``argv`` as a RESP command, after a SELECT when the database changes
-        (a list of bulk strings is exactly a RESP command)."""
-        if db_id != self.current_db:
-            write_reply(self.buf, [b"SELECT", b"%d" % db_id], 2)
-            self.current_db = db_id
-        write_reply(self.buf, argv, 2)
-        self.fed += 1
 
 
 cdef bint _queues_a_write(object queued):

@@ -47,9 +47,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pykv.commands.args import LLONG_MAX
 from pykv.protocol import NULL_ARRAY, ErrorReply
 from pykv.storage._numeric import parse_long_double
+from pykv.util.limits import LLONG_MAX
 
 if TYPE_CHECKING:
     from pykv.server.client import Client

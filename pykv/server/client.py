@@ -17,7 +17,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.commands.registry import Command
 from pykv.net.base import Connection
 from pykv.protocol import ErrorReply, RequestParser, write_reply
 from pykv.server._core import (
@@ -30,6 +29,7 @@ from pykv.server._core import (
     ClientCore,
     NoReply,
 )
+from pykv.server.command_table import Command
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -112,13 +112,13 @@ class Client(ClientCore):
         self.add_reply(err)
         self.server.count_error(err)
         if log.isEnabledFor(VERBOSE):
-            from pykv.commands.client_cmd import client_info_line
-
             text = message.removeprefix("Protocol error: ")
             if text.startswith("expected '$'"):
                 text = "expected $ but got something else"
+            info_line = self.server.client_info_line
+            who = info_line(self) if info_line is not None else f"id={self.id}"
             log.log(VERBOSE, "Protocol error (%s) from client: %s.",
-                    _PROTOCOL_ERROR_LOG.get(text, text), client_info_line(self))
+                    _PROTOCOL_ERROR_LOG.get(text, text), who)
         self.parser.reset()
         self.closing = True
 

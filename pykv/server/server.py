@@ -18,15 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from pykv import __version__ as pykv_version
-from pykv.commands import load_all_commands
-from pykv.commands.registry import TABLE, Command, CommandTable
 from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
-from pykv.server.client import Client
+from pykv.server.client import REPLY_OFF, Client
+from pykv.server.command_table import TABLE, Command, CommandTable
+from pykv.server.latency_monitor import LatencyMonitor
 from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
@@ -53,10 +53,10 @@ class SlowlogEntry:
 class Server(ServerCore):
     """All server state that outlives a single client."""
 
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, commands: CommandTable = TABLE) -> None:
         self.config = config or Config()
-        load_all_commands()
-        self.commands: CommandTable = TABLE
+        # filled by the command families (pykv.assemble loads them before building a Server)
+        self.commands: CommandTable = commands
         # raw command-name spelling -> Command, filled by the dispatcher as names are seen
         self.command_lookup: dict[bytes, Command] = {}
         self.clock = Clock()
@@ -75,10 +75,16 @@ class Server(ServerCore):
         self.cron_hooks: list[Callable[[], None]] = []
         self.shutdown_hooks: list[Callable[[], None]] = []
         self.client_close_hooks: list[Callable[[Client], None]] = []
+        # run by start() once the listeners are open, before the dataset loads
+        self.startup_hooks: list[Callable[[], None]] = []
+        # MONITOR's line for a command (plugged in by the MONITOR family)
+        self.format_monitor_line: Callable[[Client, list[bytes]], Any] | None = None
         self._cron_handle: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
         # the service manager (pykv.server.lifecycle.supervision), when supervised
         self.supervisor: Any = None
+        # a client's CLIENT LIST line (logs, crash report): plugged in by pykv.assemble
+        self.client_info_line: Callable[[Client], str] | None = None
         self.cronloops = 0
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False
@@ -89,8 +95,6 @@ class Server(ServerCore):
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
         # latency monitor (LATENCY): calls slower than either threshold reach slowlog_push
-        from pykv.commands.latency import LatencyMonitor
-
         self.latency = LatencyMonitor()
         self._on_slowlog_threshold(None)
         self.config.on_change("slowlog-log-slower-than", self._on_slowlog_threshold)
@@ -128,9 +132,6 @@ class Server(ServerCore):
         self.ready_keys = self.blocking.ready
         # how the running server follows CONFIG SET (listeners, limits, idle timeout, ...)
         self.config_effects = config_runtime.install(self)
-        from pykv.net.rdma import install_config_hooks  # rdma-port/rdma-bind at runtime
-
-        install_config_hooks(self)
         # WATCH (keyspace hooks) and pub/sub + keyspace-event delivery
         from pykv.server import pubsub, watch
 
@@ -138,14 +139,10 @@ class Server(ServerCore):
         self.pubsub = pubsub.install(self)
         # the script running past busy-reply-threshold (pykv.scripting.engine), or None
         self.busy_script: Any = None
-        # function libraries (FUNCTION/FCALL); also what the RDB saver/loader call
-        from pykv.scripting import functions
-
-        self.functions = functions.install(self)
-        # INFO: instantaneous metrics sampled from the cron
-        from pykv.commands import info
-
-        self.info_sampler = info.install(self)
+        # plugged in by the composition root (pykv.assemble): the function libraries
+        # (FUNCTION/FCALL, also what the RDB saver/loader call) and INFO's sampler
+        self.functions: Any = None
+        self.info_sampler: Any = None
         # the append-only file; ``propagate(db_id, argv)`` is set while it is on
         self.propagate: Callable[[int, list[bytes]], None] | None = None
         self.aof = AppendOnlyFile(self)
@@ -199,9 +196,8 @@ class Server(ServerCore):
     async def load_and_serve(self) -> None:
         """Start the cron and load the dataset; then the server is ready."""
         self._schedule_cron()
-        from pykv.commands import memory_cmd  # used_memory_startup: initialised, no data yet
-
-        memory_cmd.record_startup(self)
+        for hook in self.startup_hooks:  # e.g. used_memory_startup: initialised, no data yet
+            hook()
         try:
             await self.load_data()
         except BaseException:
@@ -368,6 +364,16 @@ class Server(ServerCore):
         self.listeners = []
 
     # -- clients ---------------------------------------------------------------------------
+    def replay_client(self) -> Client:
+        """A connection-less client that executes logged commands (AOF loading): replies
+        discarded, exempt from -LOADING, never blocking."""
+        client = Client(self, None, 0)
+        client.authenticated = True
+        client.reply_mode = REPLY_OFF
+        client.replaying = True
+        client.deny_blocking = True
+        return client
+
     def accept(self, conn: Connection) -> Client:
         client = Client(self, conn, self.next_client_id)
         self.next_client_id += 1
@@ -456,9 +462,7 @@ class Server(ServerCore):
             self.slowlog.pop()
 
     def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
-        from pykv.commands.monitor import format_monitor_line
-
-        line = format_monitor_line(client, argv)
+        line = self.format_monitor_line(client, argv)
         for mon in list(self.monitors):
             if mon is not client:
                 mon.add_push(line)

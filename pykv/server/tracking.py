@@ -26,10 +26,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import Push, RawReply, RespSet
+from pykv.server.keyspecs import keys_from_specs
 
 if TYPE_CHECKING:
-    from pykv.commands.registry import Command
     from pykv.server.client import Client
+    from pykv.server.command_table import Command
     from pykv.server.server import Server
     from pykv.storage.keyspace import Database
 
@@ -324,8 +325,6 @@ def keys_read(cmd: Command, argv: list[bytes]) -> list[int]:
         return list(range(first, min(last, len(argv) - 1) + 1, max(cmd.step, 1)))
     if cmd.get_keys is not None:
         return list(cmd.get_keys(argv))
-    from pykv.commands.introspection import keys_from_specs
-
     found = keys_from_specs(cmd, argv) or []
     return [i for i, _ in found]
 

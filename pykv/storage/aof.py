@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykv.protocol import ProtocolError, RequestParser
-from pykv.server._core import AofFeedCore
+from pykv.storage._aof_feed import AofFeedCore
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import fsync_dir, parse_steps, serialize, write_file
 from pykv.util.steps import run_to_end
@@ -230,14 +230,8 @@ class AppendOnlyFile(AofFeedCore):
         return consumed[0]
 
     def _replay(self, data: bytes, pos: int, path: str, last: bool):
-        from pykv.server.client import REPLY_OFF, Client
-
         server = self.server
-        client = Client(server, None, 0)
-        client.authenticated = True
-        client.reply_mode = REPLY_OFF
-        client.replaying = True  # exempt from -LOADING
-        client.deny_blocking = True
+        client = server.replay_client()
         parser = RequestParser(1 << 62)
         parser.feed(data[pos:] if pos else data)
         count = 0

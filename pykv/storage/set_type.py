@@ -21,7 +21,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pykv.commands.args import to_int
+from pykv.protocol._parser import string2ll as to_int
 from pykv.storage.values import Value
 
 _MEMBER_OVERHEAD = 33 + 24

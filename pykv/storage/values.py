@@ -47,7 +47,7 @@ def string_encoding(value: bytes | bytearray) -> bytes:
     if type(value) is bytearray:
         return b"raw"
     if len(value) <= 20:
-        from pykv.commands.args import to_int
+        from pykv.protocol._parser import string2ll as to_int
 
         if to_int(value) is not None:
             return b"int"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.resp import RawClient
 
-TABLE = json.loads((Path(__file__).parents[2] / "pykv/commands/command_table.json").read_text())
+TABLE = json.loads((Path(__file__).parents[2] / "pykv/server/command_table.json").read_text())
 PROSE_FIELDS = {b"notes", b"summary", b"complexity"}
 
 

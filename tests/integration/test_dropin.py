@@ -676,7 +676,7 @@ def test_wheel_ships_extensions_not_c_sources_and_sdist_keeps_pyx(tmp_path):
     for module in modules:  # every extension is there, compiled
         assert any(n.startswith(module + ".") and n.endswith(".so") for n in names), module
     assert "pykv/server/lifecycle/logo.txt" in names
-    assert "pykv/commands/command_table.json" in names
+    assert "pykv/server/command_table.json" in names
     assert b"Provides-Extra: testing" in metadata
     assert re.search(rb"Requires-Dist: redis>=5; extra == \"testing\"", metadata)
     assert re.search(rb"Requires-Dist: pytest>=7; extra == \"testing\"", metadata)

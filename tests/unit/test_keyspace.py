@@ -9,9 +9,9 @@ import time
 import pytest
 from support.inproc import run
 
+from pykv.assemble import build_server
 from pykv.protocol import encode_reply
 from pykv.server.client import Client
-from pykv.server.server import Server
 from pykv.storage.keyspace import Clock, Database
 
 
@@ -32,7 +32,7 @@ class FakeClock(Clock):
 
 @pytest.fixture
 def server():
-    srv = Server()
+    srv = build_server()
     srv.clock = clock = FakeClock()
     for db in srv.dbs:
         db.clock = clock

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from support.inproc import run
 
+from pykv.assemble import build_server
 from pykv.commands import latency
 from pykv.server import _core, blocking
 from pykv.server.client import Client
@@ -21,7 +22,7 @@ LABELS = [1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 
 
 @pytest.fixture
 def server():
-    return Server()
+    return build_server()
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine, reply_
 
 @pytest.fixture(scope="module")
 def engine():
-    from pykv.server.server import Server
+    from pykv.assemble import build_server
 
-    return Engine(Server())
+    return Engine(build_server())
 
 
 def lua_result(engine, source: str, resp: int = 2, lua_resp: int = 2):

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pykv.server.lifecycle.banner import REDIS_VERSION
@@ -44,6 +45,7 @@ _HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.POINTER(_Siginfo), c
 
 _libc: Any = None
 _server: Any = None
+_info: Callable[[Any, list[str]], str] | None = None  # INFO's text (pykv.commands.info)
 _handler: Any = None  # the ctypes callback; must stay referenced while installed
 # the client whose command is running into the crash, and its arguments (DEBUG SEGFAULT)
 current_client: Any = None
@@ -98,14 +100,14 @@ def _sections() -> str:
     """INFO all, the client list, the current client: whatever can still be built."""
     out = []
     try:
-        from pykv.commands.info import generate_info
-
-        out.append("------ INFO OUTPUT ------\n" + generate_info(_server, ["all"]) + "\n")
+        if _info is not None:
+            out.append("------ INFO OUTPUT ------\n" + _info(_server, ["all"]) + "\n")
     except Exception as exc:  # noqa: BLE001 - the report must go on
         out.append(f"------ INFO OUTPUT ------\n(not available: {exc!r})\n")
+    client_info_line = _server.client_info_line
+    if client_info_line is None:
+        return "\n".join(out)
     try:
-        from pykv.commands.client_cmd import client_info_line
-
         lines = [client_info_line(c) for c in list(_server.clients.values())]
         out.append("------ CLIENT LIST OUTPUT ------\n" + "\n".join(lines) + "\n")
         client = current_client
@@ -182,18 +184,16 @@ def enable(on: bool = True) -> None:
             _set(signum, 0, 0)
 
 
-def install(server: Any) -> None:
-    """Follow ``crash-log-enabled`` (also when CONFIG SET changes it)."""
-    global _server
-    _server = server
+def install(server: Any, info: Callable[[Any, list[str]], str] | None = None) -> None:
+    """Follow ``crash-log-enabled`` (also when CONFIG SET changes it); ``info`` gives the
+    report its INFO text (``generate_info(server, sections)``)."""
+    global _server, _info
+    _server, _info = server, info
     try:
         enable(bool(server.config.crash_log_enabled))
     except (OSError, AttributeError):
         return  # no libc sigaction here: the default actions stay
     server.config.on_change("crash-log-enabled", lambda value: enable(bool(value)))
-    from pykv.commands.debug import register_subcommand
-
-    register_subcommand(b"segfault", 2, segfault)
 
 
 def segfault(client: Any, argv: list[bytes]) -> None:
