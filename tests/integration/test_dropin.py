@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -646,10 +647,24 @@ def test_crash_log_disabled_leaves_the_default_action(tmp_path):
 WHEEL_LIMIT = 8 << 20  # "a few MB": the extensions are ~4 MB stripped of their C sources
 
 
-@pytest.mark.slow  # compiles every extension from scratch: minutes on a busy 2-core machine
-@pytest.mark.timeout(1800)
+def _reuse_compiled(root: Path, src: Path, modules: list[str]) -> None:
+    """Seed the copy with this tree's Cython output and compiled extensions (as an
+    incremental build would have them), so pip packages instead of compiling again."""
+    lib = src / "build" / f"lib.{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for module in modules:
+        for generated, target in ((root / f"{module}.c", src / f"{module}.c"),
+                                  (root / f"{module}{suffix}", lib / f"{module}{suffix}")):
+            if generated.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(generated, target)
+
+
+@pytest.mark.slow  # a packaging check; with a stale or missing build it compiles for minutes
+@pytest.mark.timeout(3600)
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the sources")
 def test_wheel_ships_extensions_not_c_sources_and_sdist_keeps_pyx(tmp_path):
+    import tarfile
     import zipfile
 
     root = Path(__file__).resolve().parents[2]
@@ -660,19 +675,19 @@ def test_wheel_ships_extensions_not_c_sources_and_sdist_keeps_pyx(tmp_path):
         if (root / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / name, src / name)
+    modules = re.findall(r'^    "(pykv/[\w/]+)\.pyx?",', (root / "setup.py").read_text(), re.M)
+    assert len(modules) > 20
+    _reuse_compiled(root, src, modules)
     out = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps",
                     "--no-build-isolation", "-q", "-w", str(out)], cwd=src, check=True,
-                   capture_output=True, timeout=1700)
+                   capture_output=True, timeout=3400)
     wheel = next(out.glob("pykv-*.whl"))
     assert wheel.stat().st_size < WHEEL_LIMIT, wheel.stat().st_size
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     assert not [n for n in names if n.endswith((".c", ".pyx", ".pxd"))]
-    setup_py = (root / "setup.py").read_text()
-    modules = re.findall(r'^    "(pykv/[\w/]+)\.pyx?",', setup_py, re.M)
-    assert len(modules) > 20
     for module in modules:  # every extension is there, compiled
         assert any(n.startswith(module + ".") and n.endswith(".so") for n in names), module
     assert "pykv/server/lifecycle/logo.txt" in names
@@ -683,8 +698,6 @@ def test_wheel_ships_extensions_not_c_sources_and_sdist_keeps_pyx(tmp_path):
     assert re.search(rb"Requires-Dist: setproctitle>=1.3; extra == \"proctitle\"", metadata)
     subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(out)], cwd=src,
                    check=True, capture_output=True, timeout=600)
-    import tarfile
-
     with tarfile.open(next(out.glob("pykv-*.tar.gz"))) as tf:
         members = tf.getnames()
     assert any(m.endswith("pykv/protocol/_parser.pyx") for m in members)
