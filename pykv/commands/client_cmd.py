@@ -1,19 +1,19 @@
 """CLIENT and its subcommands: naming, listing, killing, pausing and reply control.
 
-The ``CLIENT LIST`` line is an interface fact (tools parse it), so ``client_info_line``
-prints Redis 7.0's fields in Redis's order; the memory figures are pykv's own estimates.
+The ``CLIENT LIST`` line itself (Redis 7.0's fields in Redis's order) is built by
+``pykv.server.client_info``, which the server's log lines share.
 Pausing lives in ``pykv.server.pause``-like helpers on the server (``pause_clients``,
 ``unpause_clients``); this module only parses the command.
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from pykv import errors
 from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, Verbatim
+from pykv.server.client_info import client_info_line
 
 # CLIENT REPLY modes (same numbers as pykv.server.client)
 _REPLY_ON, _REPLY_OFF, _REPLY_SKIP_NEXT = 0, 1, 2
@@ -106,69 +106,6 @@ def _type_by_name(name: bytes) -> str | None:
     if low not in CLIENT_TYPES:
         return None
     return "slave" if low == "replica" else low
-
-
-def client_flags(c: Any) -> str:
-    flags = ""
-    if c.monitor:
-        flags += "O"
-    elif getattr(c, "is_replica", False):
-        flags += "S"
-    if getattr(c, "is_master", False):
-        flags += "M"
-    if c.subscriptions:
-        flags += "P"
-    if c.multi is not None:
-        flags += "x"
-    if c.blocked is not None or c.paused:
-        flags += "b"
-    tracking = c.tracking
-    if tracking:
-        flags += "t"
-        if getattr(tracking, "broken_redirect", False):
-            flags += "R"
-        if getattr(tracking, "bcast", False):
-            flags += "B"
-    if c.watch_dirty:
-        flags += "d"
-    if c.closing:
-        flags += "c"
-    if c.conn is not None and c.conn.type_name == "unix":
-        flags += "U"
-    if c.no_evict:
-        flags += "e"
-    if c.no_touch:
-        flags += "T"
-    return flags or "N"
-
-
-def client_info_line(c: Any, current_cmd: Any = None) -> str:
-    """One CLIENT LIST line (no newline), fields in Redis 7.0's order."""
-    now = time.time()
-    qbuf = c.parser.buffered()
-    pending = c.conn.pending_write_bytes() if c.conn is not None else 0
-    obl = len(c.out)
-    cmd = current_cmd if current_cmd is not None else c.last_cmd
-    argv_mem = c.argv_len_sum
-    multi_mem = 0
-    if c.multi is not None:
-        multi_mem = sum(sum(len(a) for a in argv) for _, argv in c.multi)
-    tot_mem = 1024 + qbuf + obl + pending + argv_mem + multi_mem
-    tracking = c.tracking
-    redir = getattr(tracking, "redirect", -1) if tracking else -1
-    events = "rw" if (obl or pending) else "r"
-    fd = c.conn.fd() if c.conn is not None else -1
-    return (
-        f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} "
-        f"name={c.name.decode('latin-1')} age={int(now - c.created)} "
-        f"idle={int(now - c.last_interaction)} flags={client_flags(c)} db={c.db_index} "
-        f"sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
-        f"multi={len(c.multi) if c.multi is not None else -1} qbuf={qbuf} "
-        f"qbuf-free={max(0, 16384 - qbuf) if qbuf else 0} argv-mem={argv_mem} "
-        f"multi-mem={multi_mem} rbs=16384 rbp={obl} obl={obl} oll=0 omem={pending} "
-        f"tot-mem={tot_mem} events={events} cmd={cmd.fullname if cmd else 'NULL'} "
-        f"user={c.user} redir={redir} resp={c.resp}"
-    )
 
 
 def _text(c: Any, text: str) -> Any:

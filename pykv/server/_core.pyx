@@ -170,6 +170,9 @@ cdef class ServerCore:
     cdef public long long stat_keyspace_hits, stat_keyspace_misses
     cdef public bint latency_tracking  # the latency-tracking config: call records histograms
     cdef public bint pause_active
+    # some client class has an output buffer limit (pykv.server.output_limits)
+    cdef public bint obuf_limits_on
+    cdef public object output_limits
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
     cdef public object loop
@@ -428,5 +431,7 @@ cdef class ClientCore:
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
+            if self.server.obuf_limits_on and self.server.output_limits.check(self):
+                return
         if self.closing and not self.closed:
             self.close_now()

@@ -73,6 +73,7 @@ class Client(ClientCore):
         self.last_interaction = now
         self.last_cmd: Command | None = None
         self.closing = False  # close once the pending replies are written
+        self.obuf_soft_since = 0.0  # since when over the soft output limit (0: not)
         self.closed = False
         self.reply_mode = REPLY_ON
         self.no_evict = False

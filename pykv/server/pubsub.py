@@ -20,7 +20,6 @@ Expired keys are announced from the keyspace's ``on_expired`` hook.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import Push
@@ -129,44 +128,11 @@ class PubSub:
         if client.closed or client.closing:
             return
         client.add_push(message)
-        if self._over_output_limit(client):
-            self._drop_slow_client(client)
+        if self.server.obuf_limits_on and self.server.output_limits.check(client):
             return
         # one write per subscriber per loop iteration, not per message: the flush runs
         # right after the current callback (the publisher's batch, a timer) completes
         self.server.defer_flush(client)
-
-    # -- output buffer limits ---------------------------------------------------------
-    def _over_output_limit(self, client: Client) -> bool:
-        limits = self.server.config.client_output_buffer_limit
-        hard, soft, seconds = limits.get("pubsub" if client.subscriptions else "normal",
-                                         (0, 0, 0))
-        if not hard and not soft:
-            return False
-        pending = len(client.out)
-        if client.conn is not None:
-            pending += client.conn.pending_write_bytes()
-        if hard and pending >= hard:
-            return True
-        if soft and pending >= soft:
-            now = time.monotonic()
-            since = getattr(client, "obuf_soft_since", 0.0)
-            if not since:
-                client.obuf_soft_since = now
-                return False
-            return now - since > seconds
-        client.obuf_soft_since = 0.0
-        return False
-
-    def _drop_slow_client(self, client: Client) -> None:
-        log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of "
-                    "output buffer limits.", client.id, client.addr)
-        client.out = bytearray()
-        client.closing = True
-        client.closed = True
-        if client.conn is not None:
-            client.conn.abort()
-        self.server.remove_client(client)
 
     # -- keyspace notifications -------------------------------------------------------
     def _on_events_config(self, value: str) -> None:

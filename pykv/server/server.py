@@ -27,6 +27,7 @@ from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
 from pykv.server.command_table import TABLE, Command, CommandTable
 from pykv.server.latency_monitor import LatencyMonitor
+from pykv.server.output_limits import OutputLimits
 from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
@@ -129,6 +130,8 @@ class Server(ServerCore):
         # blocked clients (BLPOP & co.); the dispatcher serves ``ready_keys`` after each
         # command (see pykv.server.blocking)
         self.blocking = Blocking(self)
+        # client-output-buffer-limit: checked as replies leave (pykv.server.output_limits)
+        self.output_limits = OutputLimits(self)
         self.ready_keys = self.blocking.ready
         # how the running server follows CONFIG SET (listeners, limits, idle timeout, ...)
         self.config_effects = config_runtime.install(self)

@@ -1,0 +1,73 @@
+"""A client as CLIENT LIST / CLIENT INFO describe it, and as Redis's log lines name it.
+
+The line is an interface fact (tools parse it): the fields and their order are Redis
+7.0's. It lives in the server layer because the server logs it too (a client closed for
+its output buffer limit, for its query buffer).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def client_flags(c: Any) -> str:
+    flags = ""
+    if c.monitor:
+        flags += "O"
+    elif getattr(c, "is_replica", False):
+        flags += "S"
+    if getattr(c, "is_master", False):
+        flags += "M"
+    if c.subscriptions:
+        flags += "P"
+    if c.multi is not None:
+        flags += "x"
+    if c.blocked is not None or c.paused:
+        flags += "b"
+    tracking = c.tracking
+    if tracking:
+        flags += "t"
+        if getattr(tracking, "broken_redirect", False):
+            flags += "R"
+        if getattr(tracking, "bcast", False):
+            flags += "B"
+    if c.watch_dirty:
+        flags += "d"
+    if c.closing:
+        flags += "c"
+    if c.conn is not None and c.conn.type_name == "unix":
+        flags += "U"
+    if c.no_evict:
+        flags += "e"
+    if c.no_touch:
+        flags += "T"
+    return flags or "N"
+
+
+def client_info_line(c: Any, current_cmd: Any = None) -> str:
+    """One CLIENT LIST line (no newline), fields in Redis 7.0's order."""
+    now = time.time()
+    qbuf = c.parser.buffered()
+    pending = c.conn.pending_write_bytes() if c.conn is not None else 0
+    obl = len(c.out)
+    cmd = current_cmd if current_cmd is not None else c.last_cmd
+    argv_mem = c.argv_len_sum
+    multi_mem = 0
+    if c.multi is not None:
+        multi_mem = sum(sum(len(a) for a in argv) for _, argv in c.multi)
+    tot_mem = 1024 + qbuf + obl + pending + argv_mem + multi_mem
+    tracking = c.tracking
+    redir = getattr(tracking, "redirect", -1) if tracking else -1
+    events = "rw" if (obl or pending) else "r"
+    fd = c.conn.fd() if c.conn is not None else -1
+    return (
+        f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} "
+        f"name={c.name.decode('latin-1')} age={int(now - c.created)} "
+        f"idle={int(now - c.last_interaction)} flags={client_flags(c)} db={c.db_index} "
+        f"sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
+        f"multi={len(c.multi) if c.multi is not None else -1} qbuf={qbuf} "
+        f"qbuf-free={max(0, 16384 - qbuf) if qbuf else 0} argv-mem={argv_mem} "
+        f"multi-mem={multi_mem} rbs=16384 rbp={obl} obl={obl} oll=0 omem={pending} "
+        f"tot-mem={tot_mem} events={events} cmd={cmd.fullname if cmd else 'NULL'} "
+        f"user={c.user} redir={redir} resp={c.resp}"
+    )

@@ -1,0 +1,90 @@
+"""Output buffer limits: close a client whose unsent replies outgrow its class's limit.
+
+Redis's ``client-output-buffer-limit <class> <hard> <soft> <soft-seconds>`` for the classes
+``normal``, ``replica`` and ``pubsub`` (a client is ``pubsub`` while it has subscriptions;
+MONITOR clients are ``normal``, as in Redis's getClientType). What a client has not sent yet
+is its output buffer plus what its transport still holds. At the hard limit, or after staying
+at or above the soft limit for longer than its seconds, the client is closed at once: its
+pending output is dropped and Redis's warning is logged with the client's CLIENT LIST line.
+
+Redis checks when a reply is added; pykv checks when a reply batch is handed to the
+transport (``ClientCore.write_out``), which is where a non-reading client's output grows,
+and for each pub/sub delivery. The dispatcher tests one C flag (``obuf_limits_on``), kept
+true only while some class has a limit, so unlimited servers pay nothing.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pykv.server.client_info import client_info_line
+
+if TYPE_CHECKING:
+    from pykv.server.server import Server
+
+log = logging.getLogger("pykv")
+
+
+def client_class(client: Any) -> str:
+    """The limit class of ``client`` (Redis's getClientType)."""
+    if getattr(client, "is_replica", False) and not client.monitor:
+        return "replica"
+    if client.subscriptions:
+        return "pubsub"
+    return "normal"
+
+
+def unsent_bytes(client: Any) -> int:
+    """Reply bytes not yet sent: the client's buffer plus what the transport holds."""
+    pending = len(client.out)
+    if client.conn is not None:
+        pending += client.conn.pending_write_bytes()
+    return pending
+
+
+class OutputLimits:
+    """The server's output-buffer limit checks (``server.output_limits``)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        server.config.on_change("client-output-buffer-limit", self._on_config)
+        self._on_config(None)
+
+    def _on_config(self, _value: Any) -> None:
+        limits = self.server.config.client_output_buffer_limit
+        self.server.obuf_limits_on = any(hard or soft for hard, soft, _ in limits.values())
+
+    def over_limit(self, client: Any) -> bool:
+        """Whether ``client`` has reached its class's hard limit, or has been at or over the
+        soft one for longer than its seconds (the soft clock starts here)."""
+        limits = self.server.config.client_output_buffer_limit
+        hard, soft, seconds = limits.get(client_class(client), (0, 0, 0))
+        if not hard and not soft:
+            return False
+        pending = unsent_bytes(client)
+        if hard and pending >= hard:
+            return True
+        if soft and pending >= soft:
+            now = time.monotonic()
+            since = client.obuf_soft_since
+            if not since:
+                client.obuf_soft_since = now
+                return False
+            return now - since > seconds
+        client.obuf_soft_since = 0.0
+        return False
+
+    def check(self, client: Any) -> bool:
+        """Close ``client`` if it is over its limit; True if it was closed."""
+        if client.closed or not self.over_limit(client):
+            return False
+        log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer "
+                    "limits.", client_info_line(client))
+        client.out = bytearray()
+        client.closing = True
+        client.closed = True
+        if client.conn is not None:
+            client.conn.abort()
+        self.server.remove_client(client)
+        return True
