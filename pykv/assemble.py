@@ -16,7 +16,7 @@ parameter — and this module fills it:
 """
 from __future__ import annotations
 
-from pykv.commands import client_cmd, info, load_all_commands, memory_cmd, monitor
+from pykv.commands import info, load_all_commands, memory_cmd, monitor
 from pykv.config import Config
 from pykv.scripting import functions
 from pykv.server.command_table import TABLE, CommandTable
@@ -40,6 +40,5 @@ def build_server(config: Config | None = None) -> Server:
     server.functions = functions.install(server)
     server.info_sampler = info.install(server)
     server.format_monitor_line = monitor.format_monitor_line
-    server.client_info_line = client_cmd.client_info_line
     server.startup_hooks.append(lambda: memory_cmd.record_startup(server))
     return server

@@ -116,10 +116,10 @@ class Client(ClientCore):
             text = message.removeprefix("Protocol error: ")
             if text.startswith("expected '$'"):
                 text = "expected $ but got something else"
-            info_line = self.server.client_info_line
-            who = info_line(self) if info_line is not None else f"id={self.id}"
+            from pykv.server.client_info import client_info_line
+
             log.log(VERBOSE, "Protocol error (%s) from client: %s.",
-                    _PROTOCOL_ERROR_LOG.get(text, text), who)
+                    _PROTOCOL_ERROR_LOG.get(text, text), client_info_line(self))
         self.parser.reset()
         self.closing = True
 

@@ -84,8 +84,6 @@ class Server(ServerCore):
         self._stopped: asyncio.Event | None = None
         # the service manager (pykv.server.lifecycle.supervision), when supervised
         self.supervisor: Any = None
-        # a client's CLIENT LIST line (logs, crash report): plugged in by pykv.assemble
-        self.client_info_line: Callable[[Client], str] | None = None
         self.cronloops = 0
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False

@@ -104,10 +104,9 @@ def _sections() -> str:
             out.append("------ INFO OUTPUT ------\n" + _info(_server, ["all"]) + "\n")
     except Exception as exc:  # noqa: BLE001 - the report must go on
         out.append(f"------ INFO OUTPUT ------\n(not available: {exc!r})\n")
-    client_info_line = _server.client_info_line
-    if client_info_line is None:
-        return "\n".join(out)
     try:
+        from pykv.server.client_info import client_info_line
+
         lines = [client_info_line(c) for c in list(_server.clients.values())]
         out.append("------ CLIENT LIST OUTPUT ------\n" + "\n".join(lines) + "\n")
         client = current_client
