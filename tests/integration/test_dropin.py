@@ -210,6 +210,37 @@ def test_no_config_file_warning_and_pykv_lines_at_verbose(tmp_path):
 
 
 @needs_redis
+@pytest.mark.parametrize("nofile", [200, 10032 + 100])
+def test_open_files_limit_is_raised_as_redis_raises_it(tmp_path, nofile):
+    """A low ``ulimit -n``: raised to maxclients + 32 (root may) with Redis's line."""
+    import resource
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    logs = []
+    for name, cmd in (("redis", [REDIS_SERVER]), ("pykv", PYKV)):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        with open(workdir / "out.log", "wb") as out:
+            proc = subprocess.Popen([*cmd, *server_args(free_port(), workdir)], cwd=workdir,
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    preexec_fn=low_limit)
+        try:
+            Proc.wait_in(workdir / "out.log", "Ready to accept connections", 20, proc)
+            limit = Path(f"/proc/{proc.pid}/limits").read_text()
+        finally:
+            proc.kill()
+            proc.wait()
+        open_files = next(line for line in limit.splitlines() if "open files" in line)
+        logs.append(([m for m in texts((workdir / "out.log").read_text())
+                      if "open files" in m or "file descriptors" in m],
+                     open_files.split()[3]))
+    assert logs[1] == logs[0]  # raised, or (without CAP_SYS_RESOURCE) maxclients reduced
+    assert bool(logs[1][0]) == (nofile < 10032)
+
+
+@needs_redis
 def test_version_help_and_test_memory(tmp_path):
     def run(cmd):
         return subprocess.run(cmd, cwd=tmp_path, capture_output=True, timeout=30)

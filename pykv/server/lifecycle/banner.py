@@ -8,6 +8,7 @@ version, the event loop) are logged apart, at ``verbose``.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import resource
@@ -66,16 +67,22 @@ def adjust_open_files_limit(config: Any) -> None:
                     "setting the max clients configuration accordingly.", "unknown")
         config.maxclients = 1024 - RESERVED_FDS
         return
-    if soft >= wanted:
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
         return
     limit = wanted
     error = ""
     while limit > soft:
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, max(hard, limit)))
+            # the hard limit only ever goes up (an unlimited one stays unlimited)
+            new_hard = hard if hard == resource.RLIM_INFINITY else max(hard, limit)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, new_hard))
             break
-        except (OSError, ValueError) as exc:
-            error = getattr(exc, "strerror", None) or str(exc)
+        except OSError as exc:
+            error = exc.strerror or str(exc)
+            limit -= 16 if limit > 16 else 1
+        except ValueError as exc:  # Python's own words for EPERM / EINVAL: use libc's
+            code = errno.EPERM if "not allowed" in str(exc) else errno.EINVAL
+            error = os.strerror(code)
             limit -= 16 if limit > 16 else 1
     else:
         limit = soft
