@@ -7,8 +7,8 @@ answers PING, and on exit stops it: SIGTERM first, SIGKILL if it has not exited 
 Why a subprocess rather than a thread: the server owns an event loop, installs signal
 handlers and forks for persistence (BGSAVE), none of which mix well with the test process;
 a subprocess also makes "the server crashed" observable (``returncode``) instead of taking
-the tests down with it. Starting one costs about a quarter of a second (mostly importing
-pykv in the new interpreter). No redis binary is needed; the clients (``client()``,
+the tests down with it. Starting one costs 0.2-0.4 s on a quiet machine (mostly importing
+pykv in the new interpreter), seconds on a heavily loaded one. No redis binary is needed; the clients (``client()``,
 ``async_client()``) need redis-py: ``pip install 'pykv[testing]'``.
 
 Everything the server writes to stdout/stderr goes to ``pykv.log`` in the server's working
