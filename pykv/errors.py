@@ -17,6 +17,8 @@ INCR_NAN_OR_INF = ErrorReply(b"ERR increment would produce NaN or Infinity")
 WRONGTYPE = ErrorReply(b"WRONGTYPE Operation against a key holding the wrong kind of value")
 NO_SUCH_KEY = ErrorReply(b"ERR no such key")
 DB_INDEX_OUT_OF_RANGE = ErrorReply(b"ERR DB index is out of range")
+INVALID_FIRST_DB_INDEX = ErrorReply(b"ERR invalid first DB index")
+INVALID_SECOND_DB_INDEX = ErrorReply(b"ERR invalid second DB index")
 INVALID_DB_INDEX = ErrorReply(b"ERR invalid DB index")
 SAME_OBJECT = ErrorReply(b"ERR source and destination objects are the same")
 STRING_TOO_LONG = ErrorReply(b"ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -80,6 +82,33 @@ def pubsub_context(fullname: str) -> ErrorReply:
 NOT_IN_MULTI = ErrorReply(b"ERR Command not allowed inside a transaction")
 
 
+def exec_abort(err: ErrorReply) -> ErrorReply:
+    """Redis's execCommandAbort: EXEC itself refused (arity, NOAUTH...) discards the
+    transaction. Errors Redis formats (arity, pubsub context) lose their ``ERR``; shared
+    ones (``NOAUTH ...``, ``LOADING ...``) keep their code."""
+    text = err.data[4:] if err.data.startswith(b"ERR ") else err.data
+    return ErrorReply(b"EXECABORT Transaction discarded because of: " + text)
+
+
+def protected_refused(option: str) -> ErrorReply:
+    """DEBUG or MODULE LOAD/LOADEX/UNLOAD refused by ``enable-debug-command`` or
+    ``enable-module-command`` (``option`` is the config attribute name)."""
+    name = "DEBUG" if option == "enable_debug_command" else "MODULE"
+    return ErrorReply(
+        f"ERR {name} command not allowed. If the {option.replace('_', '-')} option is set "
+        f"to \"local\", you can run it from a local connection, otherwise you need to set "
+        f"this option in the configuration file, and then restart the server.".encode())
+
+
+MODULE_LOAD_FAILED = ErrorReply(b"ERR Error loading the extension. Please check the server logs.")
+MODULE_NO_SUCH = ErrorReply(b"ERR Error unloading module: no such module with that name")
+
+HELLO_NOAUTH = ErrorReply(
+    b"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+    b"HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+    b"the RESP protocol version at the same time")
+
+
 def invalid_expire(cmd_name: str) -> ErrorReply:
     return ErrorReply((INVALID_EXPIRE_SET % cmd_name).encode())
 
@@ -130,3 +159,7 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
+
+# -- DUMP / RESTORE -----------------------------------------------------------------------------
+BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")

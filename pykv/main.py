@@ -83,7 +83,7 @@ async def run_server(config: Config, supervisor: supervision.Supervisor | None =
     if background or config.pidfile:
         daemon.write_pidfile(config.pidfile)
     proctitle.install(config)
-    banner.announce(config, config.port)
+    banner.announce(config, config.port or config.tls_port)
     try:
         await server.load_and_serve()
     except ValueError as exc:

@@ -57,7 +57,7 @@ def _string_for_write(c: Any, key: bytes, maxbit: int) -> tuple[bytearray, bool]
         return buf, True
     if type(value) is bytes:
         value = bytearray(value)
-        db.replace_value(key, value)
+        db.unshare(key, value)
     grown = len(value) < need
     if grown:
         value.extend(bytes(need - len(value)))

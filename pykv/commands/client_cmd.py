@@ -329,6 +329,7 @@ def client_no_touch(c, argv):
     if value is None:
         return errors.SYNTAX
     c.no_touch = value
+    c.server.clock.no_touch = value  # from this command on, not from the next read
     return OK
 
 

@@ -116,10 +116,7 @@ def hello(c, argv):
             return err
         c.set_authenticated(True)
     if not c.authenticated:
-        return ErrorReply(b"NOAUTH HELLO must be called with the client already authenticated, "
-                          b"otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
-                          b"to authenticate the client and select the RESP protocol version at "
-                          b"the same time")
+        return errors.HELLO_NOAUTH
     if setname is not None:
         from pykv.commands.client_cmd import validate_client_name
 

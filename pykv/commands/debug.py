@@ -1,19 +1,21 @@
 """DEBUG: the harmless subcommands test suites and client libraries rely on.
 
-DEBUG obeys ``enable-debug-command`` as in Redis 7: ``no`` (Redis's default, and pykv's)
-refuses it, ``local`` allows it from unix sockets and loopback addresses, ``yes`` allows
-it. pykv's test fixtures start the server with ``yes``, like the real redis they compare
-against. Implemented: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, QUICKLIST-PACKED-THRESHOLD, LOG,
-ERROR, DIGEST, DIGEST-VALUE, PROTOCOL, CHANGE-REPL-ID, REPLYBUFFER,
-STRINGMATCH-TEST and HELP. The crash/leak/reload helpers are not (Redis's
-"unknown subcommand" error). DIGEST is pykv's own SHA-1 over the dataset: stable and
-all-zeros for an empty dataset like Redis's, but not the same hex as Redis's.
+DEBUG obeys ``enable-debug-command`` as in Redis 7 (checked by the dispatcher, so a refused
+DEBUG also fails a MULTI): ``no`` (Redis's default, and pykv's) refuses it, ``local`` allows
+it from unix sockets and loopback addresses, ``yes`` allows it. pykv's test fixtures
+start the server with ``yes``, like the real redis they compare against. Implemented: SLEEP,
+OBJECT, POPULATE, SET-ACTIVE-EXPIRE, SET-DISABLE-DENY-SCRIPTS, PAUSE-CRON,
+QUICKLIST-PACKED-THRESHOLD, LISTPACK, QUICKLIST, LOG, ERROR, DIGEST, DIGEST-VALUE, PROTOCOL,
+CHANGE-REPL-ID, REPLYBUFFER, STRINGMATCH-TEST and HELP (Redis 7.0's text). The crash/leak/
+reload helpers are not (Redis's "unknown subcommand" error); neither are MALLCTL/MALLCTL-STR,
+as in a Redis built without jemalloc. DIGEST and DIGEST-VALUE are Redis's own checksum
+(``pykv.commands.digest``): the same hex as Redis for the same data.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
+import re
 import time
 from typing import Any
 
@@ -22,61 +24,121 @@ from pykv.commands.args import to_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
 from pykv.protocol import OK, BigNumber, ErrorReply, RawReply, RespSet, SimpleString, Verbatim
+from pykv.storage.keyspace import LRU_CLOCK_MAX
 
 log = logging.getLogger("pykv")
 
-NOT_ALLOWED = ErrorReply(
-    b"ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
-    b"you can run it from a local connection, otherwise you need to set this option in the "
-    b"configuration file, and then restart the server.")
-
 HELP = [
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
+    "ASSERT",
+    "    Crash by assertion failed.",
     "CHANGE-REPL-ID",
-    "    Pick new replication ids for this server (testing only).",
+    "    Change the replication IDs of the instance.",
+    "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
+    "CRASH-AND-RECOVER [<milliseconds>]",
+    "    Hard crash and restart after a <milliseconds> delay (default 0).",
     "DIGEST",
-    "    A hex checksum of the whole dataset (all zeros when it is empty).",
+    "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
-    "    A hex checksum of each named key's value.",
+    "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
-    "    Reply with <string> as an error reply (for client tests).",
+    "    Return a Redis protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate Redis errors.",
+    "LEAK <string>",
+    "    Create a memory leak of the input string.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "HTSTATS <dbid>",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key>",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
+    "REPLICATE <string>",
+    "    Replicates the provided string to replicas, allowing data divergence.",
+    "MALLCTL <key> [<val>]",
+    "    Get or set a malloc tuning integer.",
+    "MALLCTL-STR <key> [<val>]",
+    "    Get or set a malloc tuning string.",
     "OBJECT <key>",
-    "    Internal details about the value stored at <key>.",
+    "    Show low level info about `key` and associated value.",
+    "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+    "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
+    "OOM",
+    "    Crash the server simulating an out-of-memory error.",
+    "PANIC",
+    "    Crash the server simulating a panic.",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix. These are not propagated to",
+    "    replicas. Cluster slots are not respected so keys not belonging to the",
+    "    current node can be created in cluster mode.",
     "PROTOCOL <type>",
-    "    Reply with a sample value of one RESP type: string, integer, double, bignum,",
-    "    null, array, set, map, attrib, push, verbatim, true, false.",
-    "QUICKLIST-PACKED-THRESHOLD <size>",
-    "    Size from which list elements are stored as plain nodes (accepted, no effect).",
-    "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
-    "REPLYBUFFER RESIZING <0|1>",
-    "    Reply buffer tuning (accepted, no effect in pykv).",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+    "    * MERGE: conflicting keys will be loaded from RDB.",
+    "    * NOFLUSH: the existing database will not be removed before load, but",
+    "      conflicting keys will generate an exception and kill the server.",
+    "    * NOSAVE: the database will be loaded from an existing RDB file.",
+    "    Examples:",
+    "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+    "      the database.",
+    "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+    "      existing RDB file.",
+    "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+    "      file to the database.",
+    "RESTART [<milliseconds>]",
+    "    Graceful restart: save config, db, restart after a <milliseconds> delay (default 0).",
+    "SDSLEN <key>",
+    "    Show low level SDS string info representing `key` and value.",
+    "SEGFAULT",
+    "    Crash the server with sigsegv.",
     "SET-ACTIVE-EXPIRE <0|1>",
-    "    0 stops expiring keys in the background (only on access); 1 restarts it.",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
     "SLEEP <seconds>",
-    "    Block the server for <seconds> (decimals allowed).",
+    "    Stop the server for <seconds>. Decimals allowed.",
     "STRINGMATCH-TEST",
-    "    Self-test of the glob matcher.",
+    "    Run a fuzz tester against the stringmatchlen() function.",
+    "STRUCTSIZE",
+    "    Return the size of different Redis core C structures.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
+    "QUICKLIST <key> [<0|1>]",
+    "    Show low level info about the quicklist encoding of <key>.",
+    "    The optional argument (0 by default) sets the level of detail",
+    "CLIENT-EVICTION",
+    "    Show low level client eviction pools info (maxmemory-clients).",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
+    "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+    "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+    "    In case NEVER is provided the last observed peak will never be reset",
+    "    In case RESET is provided the peak reset time will be restored to the default value",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Enable or disable the reply buffer resize cron job",
+    "CLUSTERLINK KILL <to|from|all> <node-id>",
+    "    Kills the link based on the direction to/from (both) with the provided node.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ]
 
 _PROTOCOL_TYPES = (b"string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|"
                    b"true|false")
-
-
-def debug_allowed(c) -> bool:
-    mode = str(getattr(c.server.config, "enable_debug_command", "no")).lower()
-    if mode in ("yes", "true", "1"):
-        return True
-    if mode == "local":
-        conn = c.conn
-        if conn is None or conn.type_name == "unix":
-            return True
-        host = c.addr.rsplit(":", 1)[0]
-        return host.startswith("127.") or host in ("::1", "[::1]")
-    return False
 
 
 def _unknown(argv: list[bytes]) -> ErrorReply:
@@ -86,8 +148,7 @@ def _unknown(argv: list[bytes]) -> ErrorReply:
 
 @command("debug")
 def debug(c, argv):
-    if not debug_allowed(c):
-        return NOT_ALLOWED
+    # enable-debug-command is checked by the dispatcher (Redis's CMD_PROTECTED)
     sub = argv[1].lower()
     handler = _SUBCOMMANDS.get((sub, len(argv)))
     if handler is None:
@@ -108,27 +169,107 @@ def _sleep(c, argv):
 
 
 def _object(c, argv):
-    value = c.db.get(argv[2], touch=False)
+    key = argv[2]
+    value = c.db.get(key, touch=False)
     if value is None:
         return errors.NO_SUCH_KEY
     from pykv.commands.object_cmd import encoding_of, refcount_of
+    from pykv.storage.rdb.encoding import RdbWriter
+    from pykv.storage.rdb.objects import save_object
 
     config = c.server.config
-    encoding = encoding_of(value, config).decode()
-    refcount = refcount_of(value, config)
-    idle = max(0, c.server.clock.sec - c.db.access.get(argv[2], c.server.clock.sec))
-    length = len(value) if isinstance(value, (bytes, bytearray)) else 0
-    text = (f"Value at:0x{id(value):x} refcount:{refcount} encoding:{encoding} "
-            f"serializedlength:{length + 1} lru:{c.server.clock.sec & 0xFFFFFF} "
+    encoding = encoding_of(value, config)
+    w = RdbWriter(compress=getattr(config, "rdbcompression", True))
+    save_object(w, value, config)
+    serialized = len(w.buf) - 1  # rdbSavedObjectLen: the value without its type byte
+    # the object's 24-bit lru field: the access second (LRU) or the LFU word, which
+    # Redis's estimateObjectIdleTime reads as a clock either way
+    now = c.server.clock.sec & LRU_CLOCK_MAX
+    lru = c.db.access.get(key, now) & LRU_CLOCK_MAX
+    idle = now - lru if now >= lru else now + (LRU_CLOCK_MAX - lru)
+    text = (f"Value at:0x{id(value):x} refcount:{refcount_of(value, config)} "
+            f"encoding:{encoding.decode()} serializedlength:{serialized} lru:{lru} "
             f"lru_seconds_idle:{idle}")
+    if encoding == b"quicklist":
+        text += _quicklist_fields(value, config)
     return SimpleString(text.encode())
 
 
-def _bool_arg(arg: bytes) -> bool:
+def _quicklist_fields(value, config) -> str:
+    from pykv.storage import value_types as vt
+    from pykv.storage.rdb.encoding import listpack_encode
+    from pykv.storage.rdb.objects import list_nodes
+
+    nodes = list_nodes(vt.list_items(value), config)
+    count = sum(len(n) for n in nodes)
+    size = sum(len(listpack_encode(n)) for n in nodes)
+    avg = count / len(nodes) if nodes else float("nan")
+    return (f" ql_nodes:{len(nodes)} ql_avg_node:{avg:.2f}"
+            f" ql_listpack_max:{config.list_max_listpack_size}"
+            f" ql_compressed:{int(config.list_compress_depth != 0)}"
+            f" ql_uncompressed_size:{size}")
+
+
+def _lookup_encoding(c, key: bytes):
+    value = c.db.get(key, touch=False)
+    if value is None:
+        raise errors.NO_SUCH_KEY
+    from pykv.commands.object_cmd import encoding_of
+
+    return value, encoding_of(value, c.server.config)
+
+
+def _structure(kind: bytes, describe):
+    """DEBUG LISTPACK / QUICKLIST: print the structure, or Redis's "Not a ..." error."""
+    def handler(c, argv):
+        value, encoding = _lookup_encoding(c, argv[2])
+        if encoding != kind:
+            return ErrorReply(b"ERR Not a " + kind + b" encoded object.")
+        print(f"{{{kind.decode()} {argv[2]!r} {describe(value, c.server.config)}}}",
+              flush=True)
+        return SimpleString(kind.capitalize() + b" structure printed on stdout")
+
+    return handler
+
+
+_listpack = _structure(b"listpack", lambda value, config: f"entries:{len(value)}")
+_quicklist = _structure(b"quicklist", _quicklist_fields)
+
+
+def _positive(arg: bytes) -> int:
     value = to_int(arg)
-    if value is None:  # Redis's atoi: anything else counts as 0
-        return False
-    return value != 0
+    if value is None or value < 0:  # Redis's getPositiveLongFromObjectOrReply
+        raise ErrorReply(b"ERR value is out of range, must be positive")
+    return value
+
+
+def _populate(c, argv):
+    count = _positive(argv[2])
+    size = _positive(argv[4]) if len(argv) == 5 else 0
+    prefix = argv[3] if len(argv) >= 4 else b"key"
+    db = c.db
+    for j in range(count):
+        key = b"%s:%d" % (prefix, j)
+        if db.get(key, touch=False) is not None:
+            continue
+        value = b"value:%d" % j
+        if size:
+            value = value[:size].ljust(size, b"\0")
+        db.set(key, value)  # not propagated, not counted as dirty: as Redis
+    return OK
+
+
+def _atoi(arg: bytes) -> int:
+    """C's atoi, as Redis reads these flags: leading digits count, anything else is 0."""
+    m = _ATOI.match(arg)
+    return int(m.group()) if m else 0
+
+
+_ATOI = re.compile(rb"[ \t\n\v\f\r]*[+-]?[0-9]+")
+
+
+def _bool_arg(arg: bytes) -> bool:
+    return _atoi(arg) != 0
 
 
 def _set_active_expire(c, argv):
@@ -136,11 +277,22 @@ def _set_active_expire(c, argv):
     return OK
 
 
+def _set_disable_deny_scripts(c, argv):
+    c.server.script_disable_deny_script = _bool_arg(argv[2])
+    return OK
+
+
+def _pause_cron(c, argv):
+    c.server.pause_cron = _bool_arg(argv[2])
+    return OK
+
+
 def _quicklist_threshold(c, argv):
     from pykv.config import parse_memory
 
     size = parse_memory(argv[2].decode("latin-1"))
-    if size is None or size > (1 << 32) or size < 0:
+    # quicklistisSetPackedThreshold: at most 4 GiB less 1 MiB (0 means the 1 GiB default)
+    if size is None or size > (1 << 32) - (1 << 20) or size < 0:
         return ErrorReply(b"ERR argument must be a memory value bigger than 1 and smaller "
                           b"than 4gb")
     return OK
@@ -155,65 +307,16 @@ def _error(c, argv):
     return ErrorReply(argv[2])
 
 
-def _value_digest(value) -> bytes:
-    """A digest of a value's contents that ignores unordered types' iteration order and
-    encodings, so it is equal exactly when the data is (after a reload too)."""
-    if isinstance(value, (bytes, bytearray)):
-        return hashlib.sha1(b"string:" + bytes(value)).digest()
-    from pykv.protocol import format_double
-    from pykv.storage import value_types as vt
-
-    kind = value.type_name
-    acc = bytearray(hashlib.sha1(kind).digest())
-    if kind == b"list":
-        h = hashlib.sha1()
-        for item in vt.list_items(value):
-            h.update(b"%d:" % len(item) + item)
-        _mix(acc, h.digest())
-    elif kind == b"set":
-        for member in vt.set_members(value):
-            _mix(acc, hashlib.sha1(member).digest())
-    elif kind == b"hash":
-        for field, val in vt.hash_items(value):
-            _mix(acc, hashlib.sha1(b"%d:" % len(field) + field + val).digest())
-    elif kind == b"zset":
-        for member, score in vt.zset_items(value):
-            _mix(acc, hashlib.sha1(b"%d:" % len(member) + member + format_double(score))
-                 .digest())
-    else:
-        dump = getattr(value, "digest_bytes", None)
-        if dump is None:
-            raise ErrorReply(b"ERR DEBUG DIGEST does not support values of type "
-                             + kind)
-        _mix(acc, hashlib.sha1(dump()).digest())
-    return bytes(acc)
-
-
-def _mix(acc: bytearray, data: bytes) -> None:
-    for i, b in enumerate(data):
-        acc[i] ^= b
-
-
 def _digest(c, argv):
-    acc = bytearray(20)
-    for db in c.server.dbs:
-        for key in list(db.data):
-            value = db.get(key, touch=False)
-            if value is None:
-                continue
-            h = hashlib.sha1(b"%d:" % db.id + key + b":" + _value_digest(value)
-                             + b"%d" % db.get_expire(key))
-            _mix(acc, h.digest())
-    return SimpleString(bytes(acc).hex().encode())
+    from pykv.commands.digest import dataset_digest
+
+    return SimpleString(dataset_digest(c.server.dbs).hex().encode())
 
 
 def _digest_value(c, argv):
-    out = []
-    for key in argv[2:]:
-        value = c.db.get(key, touch=False)
-        digest = b"0" * 40 if value is None else _value_digest(value).hex().encode()
-        out.append(SimpleString(digest))
-    return out
+    from pykv.commands.digest import key_digest
+
+    return [SimpleString(key_digest(c.db, key).hex().encode()) for key in argv[2:]]
 
 
 _ATTRIB_RESP3 = (b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
@@ -269,8 +372,24 @@ def _change_repl_id(c, argv):
 
 
 def _replybuffer(c, argv):
+    from pykv.server.replybuf import DEFAULT_PEAK_RESET_MS
+
     opt = argv[2].lower()
-    if opt not in (b"peak-reset-time", b"resizing"):
+    server = c.server
+    if opt == b"peak-reset-time":
+        value = argv[3].lower()
+        if value == b"never":
+            server.reply_buffer_peak_reset_time = -1
+        elif value == b"reset":
+            server.reply_buffer_peak_reset_time = DEFAULT_PEAK_RESET_MS
+        else:
+            ms = to_int(argv[3])
+            if ms is None:
+                return errors.NOT_INTEGER
+            server.reply_buffer_peak_reset_time = ms
+    elif opt == b"resizing":
+        server.reply_buffer_resizing_enabled = _bool_arg(argv[3])
+    else:
         return _unknown(argv)
     return OK
 
@@ -294,6 +413,14 @@ _SUBCOMMANDS = {
     (b"help", 2): _help,
     (b"sleep", 3): _sleep,
     (b"object", 3): _object,
+    (b"populate", 3): _populate,
+    (b"populate", 4): _populate,
+    (b"populate", 5): _populate,
+    (b"listpack", 3): _listpack,
+    (b"quicklist", 3): _quicklist,
+    (b"quicklist", 4): _quicklist,
+    (b"set-disable-deny-scripts", 3): _set_disable_deny_scripts,
+    (b"pause-cron", 3): _pause_cron,
     (b"set-active-expire", 3): _set_active_expire,
     (b"quicklist-packed-threshold", 3): _quicklist_threshold,
     (b"log", 3): _log,

@@ -32,7 +32,7 @@ def _writable(db: Any, key: bytes, value: bytes | bytearray) -> bytearray:
     if type(value) is bytearray:
         return value
     buf = bytearray(value)
-    db.replace_value(key, buf)
+    db.unshare(key, buf)
     return buf
 
 

@@ -175,11 +175,10 @@ def _server(server: Any) -> Fields:
     now = time.time()
     uptime = server.now_info_uptime()
     hz = server.config.hz
-    tcp_port = 0
-    for listener in server.listeners:
-        if listener.spec.type == "tcp":
-            tcp_port = listener.spec.port
-            break
+    # as Redis: the TCP port, or the TLS port when there is no plain one
+    ports = {listener.spec.type: listener.spec.port for listener in reversed(server.listeners)
+             if listener.spec.type in ("tcp", "tls")}
+    tcp_port = ports.get("tcp") or ports.get("tls", 0)
     uname = platform.uname()
     fields: Fields = [
         ("redis_version", server.version),
@@ -327,6 +326,7 @@ def _stats(server: Any) -> Fields:
     kin = sampler.rate("in") / 1024 if sampler else 0.0
     kout = sampler.rate("out") / 1024 if sampler else 0.0
     pubsub = getattr(server, "pubsub", None)
+    tracking = getattr(server, "client_caching", None)  # pykv.server.tracking, once used
     return [
         ("total_connections_received", server.stat_numconnections),
         ("total_commands_processed", server.stat_numcommands),
@@ -366,18 +366,18 @@ def _stats(server: Any) -> Fields:
         ("active_defrag_key_misses", 0),
         ("total_active_defrag_time", 0),
         ("current_active_defrag_time", 0),
-        ("tracking_total_keys", 0),
-        ("tracking_total_items", 0),
-        ("tracking_total_prefixes", 0),
+        ("tracking_total_keys", len(tracking.table) if tracking else 0),
+        ("tracking_total_items", tracking.total_items() if tracking else 0),
+        ("tracking_total_prefixes", len(tracking.prefixes) if tracking else 0),
         ("unexpected_error_replies", getattr(server, "stat_unexpected_errors", 0)),
         ("total_error_replies", server.stat_total_error_replies),
-        ("dump_payload_sanitizations", 0),
+        ("dump_payload_sanitizations", getattr(server, "stat_dump_payload_sanitizations", 0)),
         ("total_reads_processed", server.stat_numcommands),
         ("total_writes_processed", server.stat_numcommands),
         ("io_threaded_reads_processed", 0),
         ("io_threaded_writes_processed", 0),
-        ("reply_buffer_shrinks", 0),
-        ("reply_buffer_expands", 0),
+        ("reply_buffer_shrinks", server.stat_reply_buffer_shrinks),
+        ("reply_buffer_expands", server.stat_reply_buffer_expands),
     ]
 
 

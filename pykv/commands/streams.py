@@ -214,6 +214,12 @@ def _in_script(c: Any) -> bool:
     return isinstance(c, ScriptClient)
 
 
+def _idle(now: int, since: int) -> int:
+    """``now - since`` in Redis's signed 64-bit arithmetic (a restored time can be any
+    value), never below 0."""
+    return max(0, ((now - since + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63))
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -764,7 +770,7 @@ def xsetid(c, argv):
         s.entries_added = entries_added
     if max_xdel != MIN_ID:
         s.max_deleted = max_xdel
-    c.db.modified(key)
+    # Redis 7.0's XSETID signals no modified key (WATCH, tracking): only the event
     _event(c, b"xsetid", key)
     c.server.dirty += 1
     return OK
@@ -785,11 +791,11 @@ def xgroup(c, argv):
     argc = len(argv)
     mkstream = False
     entries_read = INVALID_ENTRIES_READ
-    if opt == b"create":
+    if opt in (b"create", b"setid"):  # options first (a bad number wins), arity at the end
         i = 5
         while i < argc:
             low = argv[i].lower()
-            if low == b"mkstream":
+            if low == b"mkstream" and opt == b"create":
                 mkstream = True
                 i += 1
             elif low == b"entriesread" and i + 1 < argc:
@@ -797,13 +803,6 @@ def xgroup(c, argv):
                 i += 2
             else:
                 raise _subcommand_syntax(argv, b"XGROUP")
-    elif opt == b"setid":
-        if argc == 7:
-            if argv[5].lower() != b"entriesread":
-                raise _subcommand_syntax(argv, b"XGROUP")
-            entries_read = _entries_read_arg(argv[6])
-        elif argc != 5:
-            raise _subcommand_syntax(argv, b"XGROUP")
     key, name = argv[2], argv[3]
     s = _get_stream(c, key)
     group = None
@@ -931,7 +930,7 @@ def xpending(c, argv):
         if minidle and now - nack.delivery_time < minidle:
             continue
         count -= 1
-        out.append([format_id(sid), nack.consumer.name, max(0, now - nack.delivery_time),
+        out.append([format_id(sid), nack.consumer.name, _idle(now, nack.delivery_time),
                     nack.delivery_count])
     return out
 
@@ -1122,7 +1121,7 @@ def xinfo_consumers(c, argv):
                          + argv[2] + b"'")
     now = _now_ms()
     return [{b"name": con.name, b"pending": len(con.pel),
-             b"idle": max(0, now - con.seen_time)} for con in group.sorted_consumers()]
+             b"idle": _idle(now, con.seen_time)} for con in group.sorted_consumers()]
 
 
 @command("xinfo|groups")

@@ -335,7 +335,8 @@ def append(c, argv):
         else:
             value = bytearray(value)
             value += extra
-            db.replace_value(key, value)
+            db.unshare(key, value)
+            db.modified(key)
         total = len(value)
     _changed(c, "$", b"append", key)
     return total
@@ -388,9 +389,8 @@ def setrange(c, argv):
         _check_length(c, offset, len(patch))
         if type(value) is not bytearray:
             value = bytearray(value)
-            db.replace_value(key, value)
-        else:
-            db.modified(key)
+            db.unshare(key, value)
+        db.modified(key)
         if len(value) < offset:
             value += bytes(offset - len(value))
         value[offset:offset + len(patch)] = patch

@@ -20,7 +20,7 @@ class TcpListener(Listener):
             srv.close()
 
 
-def _bind_address(addr: str) -> tuple[str, bool]:
+def bind_address(addr: str) -> tuple[str, bool]:
     """Redis bind syntax: a leading ``-`` marks an optional address; ``*`` is any IPv4."""
     optional = addr.startswith("-")
     if optional:
@@ -41,7 +41,7 @@ class TcpConnectionType(ConnectionType):
         binds = spec.binds or ["127.0.0.1"]
         servers = []
         for raw in binds:
-            addr, optional = _bind_address(raw)
+            addr, optional = bind_address(raw)
             family = socket.AF_INET6 if ":" in addr else socket.AF_INET
             try:
                 srv = await loop.create_server(

@@ -96,6 +96,12 @@ cdef inline bint is_space(char c) noexcept:
     return c == b' ' or c == b'\n' or c == b'\r' or c == b'\t' or c == b'\v' or c == b'\f'
 
 
+cdef inline bint ends_word(char c) noexcept:
+    # sdssplitargs skips blanks with isspace() but ends an unquoted word only on these:
+    # "a\vb" is one argument
+    return c == b' ' or c == b'\n' or c == b'\r' or c == b'\t'
+
+
 cdef inline int hex_digit(char c) noexcept:
     if b'0' <= c <= b'9':
         return c - 48
@@ -175,7 +181,7 @@ cpdef list split_args(bytes line):
                     done = True
                     break
                 c = p[i]
-                if is_space(c):
+                if ends_word(c):
                     done = True
                 elif c == b'"':
                     inq = True
@@ -210,6 +216,10 @@ cdef class RequestParser:
     cpdef Py_ssize_t buffered(self):
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
         return PyByteArray_GET_SIZE(self.buf) - self.pos
+
+    cpdef bytes peek(self, Py_ssize_t n):
+        """The first ``n`` unconsumed bytes (for log lines)."""
+        return bytes(self.buf[self.pos:self.pos + n])
 
     cpdef compact(self):
         if self.pos:
@@ -265,6 +275,11 @@ cdef class RequestParser:
                 raise ProtocolError("Protocol error: too big inline request")
             return None
         line_end = nl - p
+        if line_end - self.pos > INLINE_MAX_SIZE:
+            # Redis checks only a buffer without a newline, so whether it saw the line
+            # before its end arrived depends on its reads; pykv refuses every line that
+            # Redis can refuse, whatever the chunking
+            raise ProtocolError("Protocol error: too big inline request")
         if line_end > self.pos and p[line_end - 1] == b'\r':
             line_end -= 1
         args = split_args(PyBytes_FromStringAndSize(p + self.pos, line_end - self.pos))

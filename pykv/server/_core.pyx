@@ -25,6 +25,7 @@ from libc.stdlib cimport calloc, free
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
 from pykv.protocol.types import QUEUED, ErrorReply
+from pykv.server.watch import discard_transaction
 
 from pykv.protocol._parser cimport RequestParser
 from pykv.protocol._writer cimport write_reply
@@ -108,6 +109,7 @@ cdef class CommandCore:
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
     cdef public bint no_propagate, multi_immediate, is_write, loading_ok
+    cdef public object protected_by  # the enable-*-command option of DEBUG/MODULE LOAD
     # the latency histogram (see above): samples recorded, of which under 1 µs, and the rows
     cdef readonly long long lat_samples, lat_under_1us
     cdef unsigned long long *lat_rows[LAT_ROWS]
@@ -227,6 +229,9 @@ cdef class ClientCore:
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
+    # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
+    cdef public Py_ssize_t buf_size, buf_peak
+    cdef public long long buf_peak_reset_ms
 
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
@@ -249,7 +254,9 @@ cdef class ClientCore:
         cdef object argv
         # one clock reading per batch: commands of one read see the same "now", as the
         # commands of one event-loop iteration do in Redis for expiry purposes
-        self.server.clock.update()
+        clock = self.server.clock
+        clock.update()
+        clock.no_touch = self.no_touch  # CLIENT NO-TOUCH: this client's reads touch nothing
         while not self.closing and self.blocked is None and not self.paused:
             try:
                 argv = parser.get_command()
@@ -260,11 +267,28 @@ cdef class ClientCore:
                 break
             self.execute(argv)
         if parser.buffered() > self.server.config.client_query_buffer_limit:
-            log.warning("Closing client that reached max query buffer length: id=%d", self.id)
+            self.log_query_buffer_overflow()
             self.closing = True
             self.close_now()
             return
         parser.compact()
+
+    def protected_allowed(self, str option):
+        """Redis's allowProtectedAction: ``yes`` allows, ``local`` allows unix sockets and
+        loopback peers, ``no`` refuses (enable-debug-command, enable-module-command)."""
+        from pykv.config.runtime import is_local
+
+        mode = getattr(self.server.config, option)
+        return mode == "yes" or (mode == "local" and is_local(self.conn))
+
+    def log_query_buffer_overflow(self):
+        """Redis's warning, with the CLIENT LIST line and the buffer's first 64 bytes."""
+        from pykv.server.client_info import client_info_line
+        from pykv.config.values import quote_repr
+
+        head = self.parser.peek(64).decode("utf-8", "surrogateescape")
+        log.warning("Closing client that reached max query buffer length: %s "
+                    "(qbuf initial bytes: %s)", client_info_line(self), quote_repr(head))
 
     cpdef execute(self, list argv):
         """Redis's processCommand: look up, check, queue or run one command."""
@@ -301,6 +325,9 @@ cdef class ClientCore:
         if not self.authenticated and not cmd.no_auth:
             self.reject(errors.NOAUTH, cmd)
             return
+        if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
+            self.reject(errors.protected_refused(cmd.protected_by), cmd)
+            return
         if server.deny_write_error is not None and (
                 cmd.is_write or cmd.fullname == "ping"
                 or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
@@ -334,8 +361,15 @@ cdef class ClientCore:
         """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""
         if cmd is not None:
             (<CommandCore>cmd).rejected_calls += 1
+            if (<CommandCore>cmd).fullname == "exec":  # Redis's execCommandAbort
+                err = errors.exec_abort(err)
+                discard_transaction(self)
         if self.multi is not None:
             self.multi_dirty = True
+        if cmd is not None and (<CommandCore>cmd).fullname == "exec":
+            # Redis's execCommandAbort (EXEC refused while busy, loading…): MULTI ends
+            err = errors.exec_abort(err)
+            discard_transaction(self)
         self.server.count_error(err)
         self.add_reply(err)
 
@@ -426,7 +460,10 @@ cdef class ClientCore:
     def write_out(self):
         """Hand the output buffer to the connection now (and close if asked to)."""
         cdef bytearray out = self.out
+        cdef Py_ssize_t n = len(out)
         if out and self.conn is not None and not self.closed:
+            if n > self.buf_peak:
+                self.buf_peak = n if n < self.buf_size else self.buf_size
             self.out = bytearray()
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)

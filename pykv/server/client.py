@@ -30,6 +30,7 @@ from pykv.server._core import (
     NoReply,
 )
 from pykv.server.command_table import Command
+from pykv.server.replybuf import REPLY_CHUNK_BYTES
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -71,6 +72,8 @@ class Client(ClientCore):
         now = time.time()
         self.created = now
         self.last_interaction = now
+        self.buf_size = REPLY_CHUNK_BYTES
+        self.buf_peak_reset_ms = int(now * 1000)
         self.last_cmd: Command | None = None
         self.closing = False  # close once the pending replies are written
         self.obuf_soft_since = 0.0  # since when over the soft output limit (0: not)

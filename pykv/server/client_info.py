@@ -67,7 +67,8 @@ def client_info_line(c: Any, current_cmd: Any = None) -> str:
         f"sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
         f"multi={len(c.multi) if c.multi is not None else -1} qbuf={qbuf} "
         f"qbuf-free={max(0, 16384 - qbuf) if qbuf else 0} argv-mem={argv_mem} "
-        f"multi-mem={multi_mem} rbs=16384 rbp={obl} obl={obl} oll=0 omem={pending} "
+        f"multi-mem={multi_mem} rbs={c.buf_size} rbp={c.buf_peak} obl={obl} oll=0 "
+        f"omem={pending} "
         f"tot-mem={tot_mem} events={events} cmd={cmd.fullname if cmd else 'NULL'} "
         f"user={c.user} redir={redir} resp={c.resp}"
     )

@@ -80,6 +80,8 @@ class Command(CommandCore):
         self.no_propagate = fullname in _PROPAGATE_EFFECTS_ONLY
         self.multi_immediate = fullname in MULTI_IMMEDIATE
         self.loading_ok = "loading" in f
+        # Redis's CMD_PROTECTED: the config option that must allow this client to run it
+        self.protected_by = PROTECTED.get(fullname)
         # for movable-key commands a family may install a function argv -> key indexes
         self.get_keys: Callable[[list], list[int]] | None = None
 
@@ -96,6 +98,15 @@ _PUBSUB_CONTEXT_OK = frozenset({
     "ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe",
     "punsubscribe", "quit", "reset",
 })
+
+
+# Redis's CMD_PROTECTED commands (not in COMMAND INFO's flags) and the option allowing each
+PROTECTED = {
+    "debug": "enable_debug_command",
+    "module|load": "enable_module_command",
+    "module|loadex": "enable_module_command",
+    "module|unload": "enable_module_command",
+}
 
 
 _PROPAGATE_EFFECTS_ONLY = frozenset({

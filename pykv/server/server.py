@@ -22,6 +22,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
+from pykv.server import replybuf
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
@@ -32,6 +33,7 @@ from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
 from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.file import load_failure_report
 
 log = logging.getLogger("pykv")
 
@@ -123,6 +125,14 @@ class Server(ServerCore):
         self.persistence = RdbPersistence(self)
         self.cron_hooks.append(self.persistence.cron)
         self.active_expire_enabled = True
+        self.pause_cron = False  # DEBUG PAUSE-CRON: the cron does nothing while set
+        # DEBUG REPLYBUFFER, and what the resizing did (pykv.server.replybuf)
+        self.reply_buffer_peak_reset_time = replybuf.DEFAULT_PEAK_RESET_MS
+        self.reply_buffer_resizing_enabled = True
+        self.stat_reply_buffer_shrinks = 0
+        self.stat_reply_buffer_expands = 0
+        self.cron_hooks.append(lambda: replybuf.clients_cron(self))
+        self.script_disable_deny_script = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
         self.keyspace_notifier: Callable[[str, bytes, bytes, int], None] | None = None
         # blocked clients (BLPOP & co.); the dispatcher serves ``ready_keys`` after each
@@ -162,6 +172,8 @@ class Server(ServerCore):
         specs = []
         if cfg.port and cfg.bind:  # as in Redis 7.0, no bind address: no TCP listener
             specs.append(ListenerSpec("tcp", binds=list(cfg.bind), port=cfg.port))
+        if cfg.tls_port and cfg.bind:  # tls-port: TLS on the same addresses (pykv.net.tls)
+            specs.append(ListenerSpec("tls", binds=list(cfg.bind), port=cfg.tls_port))
         if cfg.unixsocket:
             opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
             specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
@@ -246,11 +258,12 @@ class Server(ServerCore):
             if self.config.appendonly:
                 self.aof.start(loaded)
         except RdbFormatError as exc:
-            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-            raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
-        except AofLoadError as exc:
-            log.warning("%s", exc)
-            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+            *lines, last = load_failure_report(exc)  # Redis's lines; main logs the last
+            for line in lines:
+                log.warning("%s", line)
+            raise ValueError(last) from None
+        except AofLoadError as exc:  # the loader logged the lines before this last one
+            raise ValueError(str(exc)) from None
         finally:
             self.loading = False
             gc.freeze()
@@ -421,6 +434,7 @@ class Server(ServerCore):
         self.stat_net_input_bytes = self.stat_net_output_bytes = 0
         self.stat_keyspace_hits = self.stat_keyspace_misses = 0
         self.stat_total_error_replies = 0
+        self.stat_dump_payload_sanitizations = 0
         self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
 
     # -- slow log and monitor --------------------------------------------------------------
@@ -540,8 +554,10 @@ class Server(ServerCore):
         self._cron_handle = self.loop.call_later(1.0 / hz, self.cron)
 
     def cron(self) -> None:
-        self.cronloops += 1
         try:
+            if self.pause_cron:  # DEBUG PAUSE-CRON 1
+                return
+            self.cronloops += 1
             self.clock.update()
             if not self.loading:  # while loading Redis runs none of this either
                 if self.active_expire_enabled:

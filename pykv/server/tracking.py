@@ -23,6 +23,7 @@ invalidations *after* its reply, as Redis does.
 """
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import Push, RawReply, RespSet
@@ -107,8 +108,10 @@ class Tracking:
         self.flush_pending = False
         self._broadcast_scheduled = False
         self._hooked = False
+        self._limit_misses = 0  # consecutive limit runs that stayed over the limit
         server.client_close_hooks.append(self.disable)
         server.client_reset_hooks.append(self.disable)
+        server.add_cron(self.limit_used_slots)
 
     # -- enabling ----------------------------------------------------------------------
     def enable(self, client: Client, redirect: int, bcast: bool, optin: bool, optout: bool,
@@ -160,7 +163,27 @@ class Tracking:
     def enter(self, client: Client) -> None:
         if self.depth == 0:
             self.current = client
+            if self.table and len(self.table) > self.server.config.tracking_table_max_keys:
+                self.limit_used_slots()
         self.depth += 1
+
+    def limit_used_slots(self) -> None:
+        """Redis's trackingLimitUsedSlots (before each command and from the cron): over
+        ``tracking-table-max-keys``, forget random keys, invalidating them for the clients
+        that read them, with an effort that grows while the table stays too big."""
+        max_keys = self.server.config.tracking_table_max_keys
+        table = self.table
+        if not max_keys or len(table) <= max_keys:
+            self._limit_misses = 0
+            return
+        effort = 100 * (self._limit_misses + 1)
+        victims = random.sample(list(table), min(effort, len(table)))
+        for key in victims:
+            self._invalidate_readers(key)
+            if len(table) <= max_keys:
+                self._limit_misses = 0
+                return
+        self._limit_misses += 1
 
     def leave(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         self.depth -= 1
@@ -205,6 +228,12 @@ class Tracking:
         current = self.current
         if self.prefixes:
             self._remember_for_broadcast(key, current)
+        self._invalidate_readers(key)
+
+    def _invalidate_readers(self, key: bytes) -> None:
+        """Forget ``key`` and tell the clients that read it (Redis's trackingInvalidateKey
+        without the BCAST part)."""
+        current = self.current
         ids = self.table.pop(key, None)
         if not ids:
             return

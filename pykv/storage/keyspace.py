@@ -31,11 +31,14 @@ class Clock:
     expired" during that command sees the same instant (as Redis does within a command).
     """
 
-    __slots__ = ("ms", "sec")
+    __slots__ = ("ms", "sec", "no_touch")
 
     def __init__(self) -> None:
         self.ms = now_ms()
         self.sec = self.ms // 1000
+        # set while a CLIENT NO-TOUCH client runs its commands: reads leave the access
+        # clocks alone (TOUCH still touches, through ``Database.touch``)
+        self.no_touch = False
 
     def update(self) -> int:
         self.ms = ms = int(time.time() * 1000)
@@ -98,12 +101,36 @@ class Database:
             if when is not None and when <= self.clock.ms:
                 self.expire_now(key)
                 return None
-        if touch:
+        if touch and not self.clock.no_touch:
             if self.lfu:
                 self.lfu_touch(key)
             else:
                 self.access[key] = self.clock.sec
         return value
+
+    def touch(self, key: bytes) -> None:
+        """TOUCH on a live key: an access even for a NO-TOUCH client."""
+        if self.lfu:
+            self.lfu_touch(key)
+        else:
+            self.access[key] = self.clock.sec
+
+    def restore_access(self, key: bytes, freq: int, idle: int) -> None:
+        """Redis's objectSetLRUOrLFU for RESTORE: FREQ counts only under an LFU policy,
+        IDLETIME (seconds) only under an LRU one, on Redis's 24-bit LRU clock."""
+        if self.lfu:
+            if freq >= 0:
+                self.access[key] = (((self.clock.sec // 60) & 0xFFFF) << 8) | freq
+            return
+        if idle < 0:
+            return
+        now = self.clock.sec & LRU_CLOCK_MAX
+        lru = now - idle
+        if lru < 0:  # before the clock's zero: Redis adds one wrap, then keeps 24 bits
+            lru += LRU_CLOCK_MAX
+        lru &= LRU_CLOCK_MAX
+        seen = now - lru if now >= lru else now + (LRU_CLOCK_MAX - lru)
+        self.access[key] = self.clock.sec - seen
 
     def lfu_touch(self, key: bytes) -> None:
         """Redis's updateLFU: decay the counter by the idle periods, then the logarithmic
@@ -156,6 +183,12 @@ class Database:
     def modified(self, key: bytes) -> None:
         """Call after changing a stored value in place (LPUSH on an existing list, …)."""
         self.signal_modified(self, key)
+
+    def unshare(self, key: bytes, value: Any) -> None:
+        """Store a new representation of the same value (bytes -> bytearray before an
+        in-place edit, Redis's dbUnshareStringValue): no change is signalled; the caller
+        signals if it then really changes something."""
+        self.data[key] = value
 
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
@@ -257,6 +290,7 @@ class Database:
 
 
 LFU_INIT_VAL = 5
+LRU_CLOCK_MAX = (1 << 24) - 1  # Redis's 24-bit object clock, in seconds
 
 
 def lfu_counter(packed: int, now_min: int, decay_time: int) -> int:

@@ -111,6 +111,7 @@ class Server:
                  python: str | None = None, *, unixsocketperm: int | None = None,
                  listeners: Iterable[str] | None = None, loglevel: str = "notice",
                  env: Mapping[str, str] | None = None, keep_dir: bool = False,
+                 tls: bool = False,
                  config_file: str | os.PathLike[str] | None = None) -> None:
         self.host = host
         self._auto_port = port is None
@@ -136,6 +137,10 @@ class Server:
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path: str | None = None
         self.returncode: int | None = None
+        # tls=True: a TLS listener on tls_port with certificates from a new CA (tls_certs)
+        self.tls = tls
+        self.tls_port = free_port(host) if tls else 0
+        self.tls_certs: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------
     @property
@@ -157,11 +162,25 @@ class Server:
         in the file is used by ``client()``."""
         return cls(config_file=path, **kwargs)
 
+    def _tls_args(self) -> list[str]:
+        if not self.tls:
+            return []
+        if self.tls_certs is None:
+            from pykv.testing.certs import make_certs
+
+            self.tls_certs = make_certs(os.path.join(self.workdir, "tls"))
+        certs = self.tls_certs
+        args = ["--tls-port", str(self.tls_port), "--tls-cert-file", certs.server_cert,
+                "--tls-key-file", certs.server_key, "--tls-ca-cert-file", certs.ca_cert]
+        if "tls-auth-clients" not in self.config:
+            args += ["--tls-auth-clients", "optional"]
+        return args
+
     def command_line(self) -> list[str]:
         args = [self.python, "-m", "pykv"]
         if self.config_file is not None:
             args.append(self.config_file)
-        args += ["--port", str(self.port)]
+        args += ["--port", str(self.port)] + self._tls_args()
         if self.port:
             args += ["--bind", self.host]
         if self.unix_path:
@@ -199,6 +218,8 @@ class Server:
                 if not lost_port or attempt == 2:
                     raise
                 self.port = free_port(self.host)
+                if self.tls:
+                    self.tls_port = free_port(self.host)
         raise AssertionError("unreachable")
 
     def _start_once(self) -> Server:
@@ -429,6 +450,10 @@ class Server:
             raise ValueError("this server has no unix socket (Server(unix_socket=True))")
         if protocol != 2:
             kwargs["protocol"] = protocol
+        if kwargs.get("ssl") and self.tls:  # TLS: this server's port and CA
+            kwargs.setdefault("ssl_ca_certs", self.tls_certs.ca_cert)
+            return cls(host=self.host, port=self.tls_port,
+                               password=kwargs.pop("password", self.password), **kwargs)
         if self.password and "password" not in kwargs:
             kwargs["password"] = self.password
         if unix:

@@ -180,10 +180,6 @@ def test_unsubscribe_all_many_channels(diff, pub):
 
 
 def test_reset_leaves_subscriptions(diff, pub):
-    from pykv.commands.registry import TABLE
-
-    if TABLE.get(b"reset") is None:
-        pytest.skip("RESET is not implemented yet")
     diff("SUBSCRIBE", "a")
     diff("RESET")
     pub("PUBSUB", "NUMSUB", "a")

@@ -271,6 +271,23 @@ def test_xgroup_management(diff):
     ])
 
 
+def test_xgroup_setid_parses_options_before_the_arity(diff):
+    """SETID reads its options as CREATE does: a bad ENTRIESREAD number is reported before
+    an argument count SETID cannot take, and before the key or the group is looked up."""
+    diff("XADD", "x", "1-1", "f", "v")
+    diff("XGROUP", "CREATE", "x", "g", "0")
+    for tail in ((" 1", "x"), ("1", "x"), ("1", "ENTRIESREAD", "2"), ("1", "ENTRIESREAD", "x"),
+                 ("abc",), ("-5",), ("1",), ()):
+        diff("XGROUP", "SETID", "x", "g", "0", "ENTRIESREAD", *tail)
+    for args in (("x", "g", "0", "BOGUS", "1"), ("x", "g", "0", "MKSTREAM"),
+                 ("nokey", "g", "0", "ENTRIESREAD", "x", "y"),
+                 ("nokey", "g", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2"),
+                 ("x", "nog", "0", "ENTRIESREAD", "x", "y"),
+                 ("x", "nog", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2")):
+        diff("XGROUP", "SETID", *args)
+    diff("XINFO", "GROUPS", "x")
+
+
 def test_readgroup_ack_pending(diff):
     diff.many([
         ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),

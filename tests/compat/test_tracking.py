@@ -319,3 +319,53 @@ def test_scripts_and_transactions_track_their_reads(twins):
     a("EXEC")
     a.read()  # after the EXEC reply
     a.quiet()
+
+
+def _shape(reply: bytes) -> bytes:
+    """An invalidation push with its (randomly chosen) key masked; other replies as sent."""
+    if reply.startswith(b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\n"):
+        return b">2 invalidate [?]"
+    return reply
+
+
+def _replies(client: RawClient, n: int) -> list[bytes]:
+    return [client.read_reply() for _ in range(n)]
+
+
+def test_tracking_table_max_keys_evicts_with_invalidations(twins):
+    """Over tracking-table-max-keys, Redis forgets random keys (before the next command or
+    from the cron) and sends their readers an invalidation: which key goes is random, so
+    the keys are masked; where the pushes land and how many keys stay must be Redis's."""
+    admin = twins(False)
+    for key in ("a", "b", "c", "d"):
+        admin("SET", key, "1")
+    admin("CONFIG", "SET", "tracking-table-max-keys", "1")
+    try:
+        t = twins()
+        t("CLIENT", "TRACKING", "on")
+        t("GET", "a")
+        # one pipelined batch: the limit runs before each command, so a push for a or b
+        # comes between GET b's and GET c's replies, and one for the extra key after
+        batch = encode_command("GET", "b") + encode_command("GET", "c") + \
+            encode_command("PING")
+        t.real.send_raw(batch)
+        t.ours.send_raw(batch)
+        real, ours = _replies(t.real, 5), _replies(t.ours, 5)
+        assert [_shape(r) for r in ours] == [_shape(r) for r in real], (real, ours)
+        assert _shape(real[1]) == b">2 invalidate [?]"
+        real_info = admin.real.call("INFO", "stats")
+        our_info = admin.ours.call("INFO", "stats")
+        for info in (real_info, our_info):
+            assert b"tracking_total_keys:1\r\n" in info, info
+        # the cron too: a read leaves two keys; within a few ticks one is gone
+        t("GET", "d")
+        deadline = time.monotonic() + 5
+        for client in (admin.real, admin.ours):
+            while b"tracking_total_keys:1\r\n" not in client.call("INFO", "stats"):
+                assert time.monotonic() < deadline, "the cron never enforced the limit"
+                time.sleep(0.05)
+        assert _shape(t.real.read_reply()) == _shape(t.ours.read_reply()) == \
+            b">2 invalidate [?]"
+        t.quiet()
+    finally:
+        admin("CONFIG", "SET", "tracking-table-max-keys", "1000000")

@@ -6,17 +6,6 @@ import time
 import pytest
 from support.resp import RawClient
 
-from pykv.commands import load_all_commands
-from pykv.commands.registry import TABLE
-
-load_all_commands()
-
-
-def need(*names: str) -> None:
-    for name in names:
-        if TABLE.get(name.encode()) is None:
-            pytest.skip(f"{name.upper()} is not implemented in pykv yet")
-
 
 @pytest.fixture
 def other(diff, real_redis, pykv_proc):
@@ -93,7 +82,6 @@ def test_runtime_errors_do_not_roll_back(diff):
 
 
 def test_runtime_wrongtype(diff):
-    need("lpush")
     diff("MULTI")
     diff("SET", "a", "1")
     diff("LPUSH", "a", "x")
@@ -104,11 +92,8 @@ def test_runtime_wrongtype(diff):
 def test_no_multi_command_refused(diff):
     diff("MULTI")
     diff("SET", "k", "v")
-    if TABLE.get(b"save") is not None:
-        diff("SAVE")  # flagged no-multi: refused and the transaction is dirty
-        diff("EXEC")
-    else:
-        diff("DISCARD")
+    diff("SAVE")  # flagged no-multi: refused and the transaction is dirty
+    diff("EXEC")
     diff("EXISTS", "k")
 
 
@@ -260,7 +245,6 @@ def test_flushall_does_not_touch_missing_watched_keys(diff, other):
 
 
 def test_flushdb_touches(diff, other):
-    need("flushdb")
     diff("SET", "k", "v")
     diff("WATCH", "k")
     other("SELECT", "1")
@@ -277,7 +261,6 @@ def test_flushdb_touches(diff, other):
 
 
 def test_swapdb_touches(diff, other):
-    need("swapdb")
     diff("WATCH", "k")
     other("SELECT", "1")
     other("SET", "k", "in-db1")
@@ -289,7 +272,6 @@ def test_swapdb_touches(diff, other):
 
 
 def test_blocking_command_inside_multi_does_not_block(diff):
-    need("blpop", "lpush")
     diff("MULTI")
     diff("BLPOP", "list", "0")
     diff("LPUSH", "list", "a")
@@ -349,3 +331,50 @@ def test_exec_stats_errorstats_clean_disconnect(pykv_proc):
     assert d.call("SET", "k1", "v") == b"+OK\r\n"
     assert d.call("DEL", "k1") == b":1\r\n"
     d.close()
+
+
+# EXEC refused by the dispatcher (arity, NOAUTH...) aborts the transaction, as Redis's
+# execCommandAbort: "-EXECABORT Transaction discarded because of: <reason>", MULTI left
+EXEC_ARITY_CASES = [
+    [("MULTI",), ("SET", "k", "v"), ("EXEC", "blahblah"), ("EXEC",), ("GET", "k")],
+    [("EXEC", "blahblah"), ("EXEC",)],
+    [("MULTI",), ("EXEC", "a", "b"), ("MULTI",), ("EXEC",)],
+    [("WATCH", "k"), ("MULTI",), ("EXEC", "x"), ("SET", "k", "1"), ("MULTI",), ("EXEC",)],
+    [("MULTI",), ("DISCARD", "x"), ("PING",), ("EXEC",)],
+    [("MULTI",), ("MULTI", "x"), ("WATCH",), ("UNWATCH", "x"), ("EXEC",), ("EXEC",)],
+    [("DISCARD", "x"), ("MULTI", "x"), ("WATCH",), ("UNWATCH", "x")],
+    [("MULTI",), ("PING",), ("DISCARD", "x"), ("DISCARD",), ("EXEC",)],
+]
+
+
+@pytest.mark.parametrize("steps", EXEC_ARITY_CASES,
+                         ids=[" / ".join(" ".join(s) for s in c) for c in EXEC_ARITY_CASES])
+def test_transaction_command_arity(diff, diff3, steps):
+    for d in (diff, diff3):
+        for step in steps:
+            d(*step)
+        d("DEL", "k")
+
+
+def test_exec_refused_before_auth_aborts(real_redis, pykv_proc):
+    """NOAUTH keeps its code in the EXECABORT text (a shared error in Redis); HELLO before
+    AUTH answers 7.0's NOAUTH text."""
+    from support.servers import RealRedis
+
+    from pykv.testing import Server
+
+    real = RealRedis(extra=["--requirepass", "pw"])
+    try:
+        with Server(config={"requirepass": "pw"}) as ours:
+            for data in (b"EXEC\r\n", b"EXEC x\r\n", b"MULTI\r\n", b"DISCARD\r\n",
+                         b"HELLO 3\r\n", b"HELLO 2 SETNAME x\r\n",
+                         b"HELLO 3 AUTH default wrong\r\n"):
+                replies = []
+                for port in (real.port, ours.port):
+                    c = RawClient(port=port)
+                    c.send_raw(data)
+                    replies.append(c.read_reply())
+                    c.close()
+                assert replies[1] == replies[0], data
+    finally:
+        real.stop()

@@ -23,7 +23,7 @@ REDIS_SERVER = shutil.which("redis-server")
 PYKV = [sys.executable, "-m", "pykv"]
 _LOG_PREFIX = re.compile(r"^\d+:[CM] \d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} [.*#-] ", re.M)
 
-needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+needs_redis = pytest.mark.usefixtures("redis_binary")
 
 
 def run(cmd: list[str], cwd, stdin: str = "") -> subprocess.CompletedProcess:

@@ -1,21 +1,34 @@
 """Test servers: Debian's real redis-server, the oracle for differential tests."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
 import time
 
+import pytest
+
 from pykv.testing import free_port
 from support.resp import RawClient
 
 REDIS_SERVER = shutil.which("redis-server")
+MISSING_REDIS = "redis-server is not installed (apt-get install redis-server): the differential " \
+    "tests need it as their oracle"
+
+
+def require_redis() -> str:
+    """The redis-server binary; a missing oracle fails the test (it is never skipped)."""
+    if REDIS_SERVER is None:
+        pytest.fail(MISSING_REDIS, pytrace=False)
+    return REDIS_SERVER
 
 
 class RealRedis:
     """Debian's redis-server on a free port, the oracle for differential tests."""
 
     def __init__(self, extra: list[str] | None = None) -> None:
+        require_redis()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="real-redis-")
         self.proc = subprocess.Popen(
@@ -51,3 +64,18 @@ def wait_while_in_progress(client: RawClient, field: bytes, timeout: float = 30)
             return info
         assert time.monotonic() < deadline, f"{field!r} still in progress after {timeout}s"
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def server_pair(config: dict[str, str]):
+    """A real redis-server and a pykv started with the same extra ``config``; yields
+    their ports (for tests that need a setting the session's servers do not have)."""
+    from pykv.testing import Server
+
+    real = RealRedis(extra=[x for name, value in config.items()
+                            for x in (f"--{name}", value)])
+    try:
+        with Server(config=config) as ours:
+            yield real.port, ours.port
+    finally:
+        real.stop()

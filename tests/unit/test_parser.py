@@ -249,7 +249,9 @@ def test_error_after_good_commands_keeps_them():
     (b"''", [b""]),
     (b'a"b"', [b"ab"]),
     (b"a'b' c", [b"ab", b"c"]),
-    (b"\t\x0b\x0ca\x0c", [b"a"]),
+    # isspace() blanks before a word, but only space/tab/CR/LF end one (as sdssplitargs)
+    (b"\t\x0b\x0ca\x0c", [b"a\x0c"]),
+    (b"a\x0bb \x0cc", [b"a\x0bb", b"c"]),
 ])
 def test_split_args(line, args):
     assert split_args(line) == args

@@ -6,8 +6,8 @@
   ``crc64(0, b"123456789") == 0xe9c6d914c4b8d9ca``).
 * ``lzf_decompress(data, expected_len)`` / ``lzf_compress(data)`` — the LZF block format
   (liblzf) Redis uses for compressed strings: literal runs of 1–32 bytes (control byte
-  ``< 32``) and back references of length 3–264 at distances up to 8 KiB. Any valid LZF
-  stream decompresses in Redis, so pykv's compressor is its own simple greedy matcher.
+  ``< 32``) and back references of length 3–264 at distances up to 8 KiB. The compressor
+  makes the choices Redis's liblzf makes, so compressed strings are Redis's bytes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -49,6 +49,8 @@ class LzfError(ValueError):
 
 
 def lzf_decompress(const uint8_t[:] src, Py_ssize_t out_len) -> bytes:
+    if out_len == 0:  # liblzf then returns 0 whatever the input, which Redis takes as ""
+        return b""
     cdef bytes out = PyBytes_FromStringAndSize(NULL, out_len)
     cdef uint8_t *op = <uint8_t *>PyBytes_AS_STRING(out)
     cdef Py_ssize_t ip = 0, o = 0, n = src.shape[0]
@@ -88,88 +90,107 @@ def lzf_decompress(const uint8_t[:] src, Py_ssize_t out_len) -> bytes:
     return out
 
 
-DEF HLOG = 14
+DEF LZF_HLOG = 16  # Redis builds liblzf with a 2^16-slot hash table
 DEF MAX_LIT = 32
 DEF MAX_OFF = 8192
 DEF MAX_REF = 264  # 7 + 255 + 2
 
 
-cdef Py_ssize_t _literals(uint8_t *out, Py_ssize_t op, Py_ssize_t max_out,
-                         const uint8_t *src, Py_ssize_t start, Py_ssize_t end) noexcept:
-    """Emit ``src[start:end]`` as literal runs of at most 32 bytes; -1 if out of room."""
-    cdef Py_ssize_t k
-    while start < end:
-        k = end - start
-        if k > MAX_LIT:
-            k = MAX_LIT
-        if op + 1 + k > max_out:
-            return -1
-        out[op] = <uint8_t>(k - 1)
-        memcpy(out + op + 1, src + start, k)
-        op += 1 + k
-        start += k
-    return op
+cdef inline uint32_t _lzf_idx(uint32_t h) noexcept:
+    """liblzf's table slot for the hash of the 3 bytes in ``h``'s low 24 bits."""
+    return ((h >> (24 - LZF_HLOG)) - h * 5) & ((1 << LZF_HLOG) - 1)
+
+
+cdef inline void _literal(uint8_t *out, Py_ssize_t *op, Py_ssize_t *lit,
+                          uint8_t byte) noexcept:
+    """One more byte in the open literal run; a full run (32) is closed, a new one opened."""
+    out[op[0]] = byte
+    op[0] += 1
+    lit[0] += 1
+    if lit[0] == MAX_LIT:
+        out[op[0] - lit[0] - 1] = <uint8_t>(lit[0] - 1)
+        lit[0] = 0
+        op[0] += 1
 
 
 def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
-    """Compress ``src``; None when the result would not fit in ``max_out`` bytes.
+    """Compress ``src`` as Redis's liblzf does (so DUMP payloads and RDB files come out
+    the same bytes); None when the result would not fit in ``max_out`` bytes.
 
-    Greedy: a 3-byte hash finds the most recent candidate within 8 KiB; matches are
-    extended as far as allowed, everything else goes into literal runs.
+    liblzf's "very fast" mode with a 2^16-slot table: a rolling 3-byte hash finds the last
+    position with the same hash; a match there (not at offset 0, within 8 KiB) is extended
+    up to 264 bytes, and the two positions before the match's end are hashed too.
     """
     cdef Py_ssize_t n = src.shape[0]
     if max_out < 0:
         max_out = n + n // 16 + 64
-    cdef uint32_t *htab = <uint32_t *>malloc(sizeof(uint32_t) << HLOG)
-    cdef uint8_t *out = <uint8_t *>malloc(max_out + 1 if max_out > 0 else 1)
-    cdef Py_ssize_t ip = 0, op = 0, lit_start = 0, ref, length, maxlen, off, k
-    cdef uint32_t h
+    cdef uint32_t *htab = <uint32_t *>malloc(sizeof(uint32_t) << LZF_HLOG)
+    cdef uint8_t *out = <uint8_t *>malloc(max_out + 4)
+    cdef const uint8_t *p = &src[0] if n else NULL
+    cdef Py_ssize_t ip = 0, op = 1, lit = 0, ref, off, length, maxlen
+    cdef uint32_t hval, slot
     if htab == NULL or out == NULL:
         free(htab)
         free(out)
         raise MemoryError()
-    memset(htab, 0xFF, sizeof(uint32_t) << HLOG)
+    memset(htab, 0, sizeof(uint32_t) << LZF_HLOG)
     try:
-        while ip + 2 < n:
-            h = ((<uint32_t>src[ip] << 16) | (<uint32_t>src[ip + 1] << 8) | src[ip + 2])
-            h = (h * 2654435761U) >> (32 - HLOG)
-            ref = htab[h]
-            htab[h] = <uint32_t>ip
+        if n == 0:
+            return b""
+        hval = (<uint32_t>p[0] << 8) | p[1] if n > 1 else 0
+        while ip < n - 2:
+            hval = (hval << 8) | p[ip + 2]
+            slot = _lzf_idx(hval)
+            ref = htab[slot]
+            htab[slot] = <uint32_t>ip
             off = ip - ref - 1
-            if (ref != 0xFFFFFFFF and ref < ip and off < MAX_OFF
-                    and src[ref] == src[ip] and src[ref + 1] == src[ip + 1]
-                    and src[ref + 2] == src[ip + 2]):
-                maxlen = n - ip
+            if (ref > 0 and off < MAX_OFF and p[ref] == p[ip] and p[ref + 1] == p[ip + 1]
+                    and p[ref + 2] == p[ip + 2]):
+                maxlen = n - ip - 2
                 if maxlen > MAX_REF:
                     maxlen = MAX_REF
-                length = 3
-                while length < maxlen and src[ref + length] == src[ip + length]:
-                    length += 1
-                op = _literals(out, op, max_out, &src[0], lit_start, ip)
-                if op < 0:
+                if op + 4 >= max_out and op - (lit == 0) + 4 >= max_out:
                     return None
+                out[op - lit - 1] = <uint8_t>(lit - 1)  # close the literal run
+                op -= lit == 0  # an empty run takes no byte
+                length = 3
+                while length < maxlen and p[ref + length] == p[ip + length]:
+                    length += 1
                 length -= 2
+                ip += 1
                 if length < 7:
-                    if op + 2 > max_out:
-                        return None
-                    out[op] = <uint8_t>((length << 5) | (off >> 8))
+                    out[op] = <uint8_t>((off >> 8) + (length << 5))
                     op += 1
                 else:
-                    if op + 3 > max_out:
-                        return None
-                    out[op] = <uint8_t>((7 << 5) | (off >> 8))
+                    out[op] = <uint8_t>((off >> 8) + (7 << 5))
                     out[op + 1] = <uint8_t>(length - 7)
                     op += 2
-                out[op] = <uint8_t>(off & 0xFF)
-                op += 1
-                ip += length + 2
-                lit_start = ip
-            else:
+                out[op] = <uint8_t>off
+                op += 2  # and a slot for the next run's control byte
+                lit = 0
+                ip += length + 1
+                if ip >= n - 2:
+                    break
+                ip -= 2
+                hval = (<uint32_t>p[ip] << 8) | p[ip + 1]
+                hval = (hval << 8) | p[ip + 2]
+                htab[_lzf_idx(hval)] = <uint32_t>ip
                 ip += 1
-        if n:
-            op = _literals(out, op, max_out, &src[0], lit_start, n)
-            if op < 0:
-                return None
+                hval = (hval << 8) | p[ip + 2]
+                htab[_lzf_idx(hval)] = <uint32_t>ip
+                ip += 1
+            else:
+                if op >= max_out:
+                    return None
+                _literal(out, &op, &lit, p[ip])
+                ip += 1
+        if op + 3 > max_out:
+            return None
+        while ip < n:
+            _literal(out, &op, &lit, p[ip])
+            ip += 1
+        out[op - lit - 1] = <uint8_t>(lit - 1)
+        op -= lit == 0
         return PyBytes_FromStringAndSize(<char *>out, op)
     finally:
         free(htab)
