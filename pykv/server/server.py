@@ -86,6 +86,8 @@ class Server(ServerCore):
         self.parse_shebang: Callable[[bytes], Any] | None = None
         self._cron_handle: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
+        # the service manager (pykv.server.lifecycle.supervision), when supervised
+        self.supervisor: Any = None
         self.cronloops = 0
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False
@@ -187,6 +189,12 @@ class Server(ServerCore):
     async def start(self) -> None:
         """Open the listeners, then load the dataset while answering ``-LOADING`` (as Redis
         does: clients can connect during a long load and see ``loading:1`` in INFO)."""
+        await self.open_listeners()
+        await self.load_and_serve()
+        log.info("Ready to accept connections")
+
+    async def open_listeners(self) -> None:
+        """Open every configured listener (any failure closes the ones already open)."""
         self.loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         for spec in self.listener_specs():
@@ -200,6 +208,9 @@ class Server(ServerCore):
                 self.close_listeners()
                 raise
             self.listeners.append(listener)
+
+    async def load_and_serve(self) -> None:
+        """Start the cron and load the dataset; then the server is ready."""
         self._schedule_cron()
         for hook in self.startup_hooks:  # e.g. used_memory_startup: initialised, no data yet
             hook()
@@ -208,7 +219,6 @@ class Server(ServerCore):
         except BaseException:
             self.close_listeners()
             raise
-        log.info("Ready to accept connections")
 
     async def serve_forever(self) -> None:
         await self.start()
@@ -240,6 +250,8 @@ class Server(ServerCore):
                 except StopIteration as finished:
                     loaded = finished.value
                     break
+                if self._stopped is not None and self._stopped.is_set():
+                    return  # shut down while loading (a signal): stop reading
                 if time.monotonic() - last_log > 5:
                     last_log = time.monotonic()
                     total = self.persistence.loading_total or 1
@@ -290,34 +302,63 @@ class Server(ServerCore):
             aof.kill_rewrite_child()
             aof.stop()
 
-    def request_shutdown_signal(self, signum: int) -> None:
-        """SIGTERM/SIGINT: shut down like SHUTDOWN (saving first when save points exist)."""
-        log.warning("Received %s, scheduling shutdown...",
-                    "SIGINT" if signum == 2 else "SIGTERM")
-        if self.prepare_for_shutdown():
-            self.stop()
+    shutdown_asap = False  # a shutdown signal arrived and its shutdown is under way
 
-    def prepare_for_shutdown(self, save: bool | None = None, force: bool = False) -> bool:
-        """Redis's prepareForShutdown: stop children, save if asked (or if save points are
-        configured and ``save`` is None), run shutdown hooks. False if the save failed and
-        ``force`` is not set: the server then keeps running."""
+    def shutdown_on_signal(self, signum: int) -> None:
+        """SIGTERM/SIGINT (pykv.server.lifecycle.signals): shut down with the flags of
+        ``shutdown-on-sigterm``/``shutdown-on-sigint``; if that fails, keep running."""
+        from pykv.server.lifecycle.signals import flags_for
+
+        if self.prepare_for_shutdown(**flags_for(self.config, signum)):
+            self.stop()
+        self.shutdown_asap = False
+
+    def prepare_for_shutdown(self, save: bool | None = None, force: bool = False,
+                             now: bool = False) -> bool:
+        """Redis's prepareForShutdown/finishShutdown: stop children, fsync the AOF, save if
+        asked (or if save points are configured and ``save`` is None), remove the pidfile
+        and the unix socket, log the goodbye. False if the save failed and ``force`` is not
+        set: the server then keeps running. ``now`` skips waiting for lagging replicas,
+        and pykv has none, so ``shutdown-timeout`` never has anything to wait for."""
+        log.warning("User requested shutdown...")
+        if self.loading:
+            save = False  # never overwrite the dataset with a half-loaded one
         rdb = self.persistence
         rdb.kill_child()
         self.aof.kill_rewrite_child()
         if self.aof.enabled:
+            log.info("Calling fsync() on the AOF file.")
             self.aof.stop()  # flush and fsync what was written
         if save is None:
             save = bool(self.config.save)
         if save:
             log.info("Saving the final RDB snapshot before exiting.")
-            if not rdb.save() and not force:
-                log.warning("Error trying to save the DB, can't exit.")
-                return False
+            if self.supervisor is not None:
+                self.supervisor.notify("STATUS=Saving the final RDB snapshot\n")
+            if not rdb.save():
+                if not force:
+                    log.warning("Error trying to save the DB, can't exit.")
+                    if self.supervisor is not None:
+                        self.supervisor.notify(
+                            "STATUS=Error trying to save the DB, can't exit.\n")
+                    log.warning("Errors trying to shut down the server. Check the logs for "
+                                "more information.")
+                    return False
+                log.warning("Error trying to save the DB. Exit anyway.")
         for hook in self.shutdown_hooks:
             try:
                 hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        if self.config.daemonize or self.config.pidfile:
+            from pykv.server.lifecycle.daemon import remove_pidfile
+
+            remove_pidfile(self.config.pidfile)
+        if self.config.unixsocket and any(
+                getattr(lst, "spec", None) is not None and lst.spec.type == "unix"
+                and lst.spec.path == self.config.unixsocket for lst in self.listeners):
+            log.info("Removing the unix socket file.")
+        self.close_listeners()
         log.warning("Redis is now ready to exit, bye bye...")
         return True
 
