@@ -61,7 +61,7 @@ def expand(template: str, config: Any, title: str) -> str:
 def set_title(text: str) -> str:
     """Set the title; returns which way it was set (``setproctitle``/``prctl``/``""``)."""
     try:
-        import setproctitle  # optional dependency (pykv[proctitle])
+        import setproctitle  # a dependency; the fallback covers a build without it
     except ImportError:
         setproctitle = None
     if setproctitle is not None:
