@@ -18,7 +18,12 @@ from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply, SimpleString, encode_reply
 from pykv.protocol._parser import string2ll
 from pykv.protocol.types import RawReply
-from pykv.server.blocking import TIMEOUT_NEGATIVE, block_for_keys
+from pykv.server.blocking import (
+    KEY_DELETED_ERROR,
+    TIMEOUT_NEGATIVE,
+    answer_failed,
+    block_for_keys,
+)
 from pykv.server.notify import notify
 from pykv.storage.stream_type import (
     INVALID_ENTRIES_READ,
@@ -661,7 +666,9 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
     wanted = dict(zip(keys, ids, strict=True))
     serve_fn = _blocked_reader(wanted, count or XREAD_BLOCKED_DEFAULT_COUNT, groupname,
                                consumername, noack)
-    return block_for_keys(c, list(keys), timeout, serve_fn)
+    # XREADGROUP is woken with an error when its stream goes away; XREAD waits on
+    return block_for_keys(c, list(keys), timeout, serve_fn,
+                          gone_reply=KEY_DELETED_ERROR if xreadgroup else None)
 
 
 def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes | None,
@@ -670,15 +677,15 @@ def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes 
 
     def serve(c: Any, key: bytes, value: Any) -> bool:
         if type(value) is not StreamValue:
-            return False
+            if groupname is None:
+                return False
+            return answer_failed(c, KEY_DELETED_ERROR)  # overwritten by another type
         gt = wanted[key]
         group = None
         if groupname is not None:
             group = value.groups.get(groupname)
             if group is None:
-                c.add_reply(GROUP_GONE)
-                c.server.count_error(GROUP_GONE)
-                return True
+                return answer_failed(c, GROUP_GONE)
             gt = group.last_id
         if not value.last_id > gt:
             return False

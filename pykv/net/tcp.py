@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from typing import Any
 
@@ -52,8 +53,10 @@ class TcpConnectionType(ConnectionType):
                     continue
                 for s in servers:
                     s.close()
+                # Redis's anet wording; uvloop's own strerror text is not the C library's
+                reason = f"bind: {os.strerror(exc.errno)}" if exc.errno else str(exc)
                 raise OSError(exc.errno, f"Could not create server TCP listening socket "
-                              f"{raw}:{spec.port}: {exc.strerror}") from exc
+                              f"{raw}:{spec.port}: {reason}") from exc
             servers.append(srv)
             if spec.port == 0:  # ephemeral: report the real port
                 spec.port = srv.sockets[0].getsockname()[1]

@@ -1,7 +1,7 @@
 """A generated differential corpus: command sequences built from Redis's own metadata.
 
 Each command of a data-type family is generated from its argument tree in
-``pykv/commands/command_table.json`` (Redis's ``arguments``: tokens, ``oneof`` branches,
+``pykv/server/command_table.json`` (Redis's ``arguments``: tokens, ``oneof`` branches,
 blocks, optional and repeated parts), with per-argument value pools for keys of every
 type, empty and binary strings, numbers in and out of range, and a few deliberate
 mutations per command: the arity one short, an extra argument, an unknown or lower-cased
@@ -24,7 +24,7 @@ import os
 import random
 from dataclasses import dataclass
 
-TABLE_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "pykv", "commands",
+TABLE_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "pykv", "server",
                           "command_table.json")
 
 FAMILIES = ("string", "list", "hash", "set", "sorted-set", "generic", "bitmap",

@@ -29,14 +29,6 @@ KNOWN_DIFFERENCES: list[dict] = [
     {"id": "acl", "command": "acl|*", "tokens": (), "unimplemented": True,
      "reason": "ACL is not implemented (the ACL issue): unknown command",
      "repro": [("ACL", "WHOAMI")]},
-    {"id": "module", "command": "module|*", "tokens": (), "unimplemented": True,
-     "reason": "MODULE is not implemented (DEBUG/MODULE are being fixed in another branch)",
-     "repro": [("MODULE", "HELP")]},
-    {"id": "exec-arity-in-multi", "command": "exec", "tokens": (), "min_argc": 2,
-     "reason": "EXEC with extra arguments inside MULTI: Redis answers EXECABORT and discards "
-               "the transaction, pykv a plain arity error (EXEC arity is being fixed in "
-               "another branch)",
-     "repro": [("MULTI",), ("EXEC", "extra")]},
     {"id": "sort-stale-errno", "command": "sort*", "tokens": (),
      "redis_reply": b"-ERR One or more scores can't be converted into double",
      "reason": "a Redis 7.0 bug pykv does not copy: SORT checks errno without clearing it, so "
