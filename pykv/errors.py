@@ -163,3 +163,6 @@ def misconf_aof(reason: str) -> ErrorReply:
 # -- DUMP / RESTORE -----------------------------------------------------------------------------
 BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
 BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")
+
+# -- maxmemory --------------------------------------------------------------------------------
+OOM = ErrorReply(b"OOM command not allowed when used memory > 'maxmemory'.")

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
 
+from pykv import errors
 from pykv.net.busy import BusyPoller
 from pykv.protocol import ErrorReply, RawReply, write_reply
 from pykv.scripting.helpers import ApiError, Helpers
@@ -367,6 +368,8 @@ class Engine:
             return TAG_ERROR, _ERR_ARITY
         if cmd.noscript and not self.client.server.script_disable_deny_script:
             return TAG_ERROR, _ERR_NOSCRIPT
+        if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
+            return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO
