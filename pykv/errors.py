@@ -167,3 +167,6 @@ BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")
 
 # -- the Lua redis.* API (raised into scripts; Redis adds "ERR " and the script position) ----
 LUA_ACL_CHECK_UNKNOWN = "Invalid command passed to redis.acl_check_cmd()"
+
+# -- maxmemory --------------------------------------------------------------------------------
+OOM = ErrorReply(b"OOM command not allowed when used memory > 'maxmemory'.")

@@ -19,6 +19,7 @@ from typing import Any
 from pykv.commands.latency import latencystats_fields
 from pykv.commands.registry import command
 from pykv.protocol import Verbatim
+from pykv.server import evict
 
 Fields = list[tuple[str, Any]]
 Builder = Callable[[Any], Fields]
@@ -232,7 +233,7 @@ _peak = [0]
 
 def _memory(server: Any) -> Fields:
     rss = _rss()
-    used = rss
+    used = evict.used_memory(server)  # the maintained estimate, not RSS (as Redis's)
     _peak[0] = max(_peak[0], used)
     peak = _peak[0]
     total = _total_memory()
@@ -278,14 +279,13 @@ def _memory(server: Any) -> Fields:
         ("allocator_rss_bytes", 0),
         ("rss_overhead_ratio", 1.0),
         ("rss_overhead_bytes", 0),
-        ("mem_fragmentation_ratio", 1.0),
-        ("mem_fragmentation_bytes", 0),
-        ("mem_not_counted_for_evict", 0),
+        ("mem_fragmentation_ratio", round(rss / used, 2) if used else 1.0),
+        ("mem_fragmentation_bytes", rss - used),
+        ("mem_not_counted_for_evict", evict.aof_buffer(server)),
         ("mem_replication_backlog", 0),
         ("mem_total_replication_buffers", 0),
         ("mem_clients_slaves", 0),
-        ("mem_clients_normal", sum(len(c.out) + c.parser.buffered()
-                                   for c in server.clients.values())),
+        ("mem_clients_normal", evict.client_buffers(server)),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", 0),
         ("mem_allocator", "libc"),

@@ -6,24 +6,26 @@ ratios, client buffers: the ``memory`` section's builder in ``pykv.commands.info
 what this family accounts for itself: the memory at start-up (``record_startup``, called by
 the server after initialisation and before the dataset loads, as Redis's
 ``used_memory_startup``), the AOF buffer, the cached scripts and function libraries, and per
-database the hash-table overhead (``sys.getsizeof`` of the keyspace dicts: the main table
-with its access-time table, and the expires table). The overhead total and the dataset
+database the hash-table overhead (the bucket arrays of the main and expires tables, as
+``pykv.storage.memory`` estimates them). The overhead total and the dataset
 derive from those as in Redis. INFO memory shows the same breakdown: ``add_fields`` puts
 this module's figures in place of the section's overhead/dataset/scripts fields, so INFO
 and MEMORY STATS never disagree.
 
 - USAGE: Redis 7.0's arguments and errors (``SAMPLES <count>``, 0 = all, a negative count is
   a syntax error; a missing key is nil), found without expiring the key or touching its
-  access time. The figure is pykv's estimate: strings sized like Redis objects (16-byte
-  header; embedded up to 44 bytes, else a separate buffer; integers in the header) rounded
-  to jemalloc-like size classes, containers their type's ``memory_usage()`` (all elements:
-  SAMPLES is checked but pykv does not sample), plus the key's buffer and a dict entry.
+  access time. The figure is the estimate ``used_memory`` sums (``pykv.storage.memory``:
+  values sized by their Redis encoding, rounded to jemalloc-like size classes; big
+  containers sampled on a fixed count, the SAMPLES argument is checked but not used), plus
+  the key's buffer and a dict entry.
 - STATS: Redis 7.0's map, field for field in its order and types (doubles where Redis has
   them, kept to C ``float`` precision as Redis stores them); ``db.N`` for each database
   holding keys. Replication, replica buffers and cluster links do not exist in pykv: 0.
 - DOCTOR: Redis's report texts and thresholds over ``figures``. One difference: Redis calls
   an instance "empty" below 5 MB allocated in all; pykv's interpreter alone takes tens of
-  MB, so pykv applies the 5 MB floor to the memory used above start-up.
+  MB, so pykv applies the 5 MB floor to the memory used above start-up. And since
+  ``used_memory`` is an estimate of what Redis would allocate, RSS is always several times
+  it (``mem_fragmentation_ratio``): the "High total RSS" finding is never reported.
 - MALLOC-STATS: pykv runs on the C library's malloc, not jemalloc, so it answers what Redis
   built without jemalloc answers ("Stats not supported for the current allocator").
 - PURGE: ``malloc_trim(0)`` (glibc; a no-op where it does not exist), then +OK.
@@ -33,7 +35,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pykv import errors
@@ -42,36 +44,7 @@ from pykv.commands.args import parse_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
 from pykv.protocol import OK, Verbatim
-from pykv.storage.values import is_string, string_encoding
-
-# -- MEMORY USAGE's size model -------------------------------------------------------------
-_ROBJ = 16
-_DICT_ENTRY = 24
-_EMBSTR_MAX = 44
-
-
-def _size_class(n: int) -> int:
-    """Round an allocation up the way jemalloc's small and large size classes do."""
-    if n <= 8:
-        return 8
-    if n <= 128:
-        return (n + 15) & ~15
-    step = 1 << (n.bit_length() - 3)      # four classes per doubling
-    return (n + step - 1) & ~(step - 1)
-
-
-def _sds(length: int) -> int:
-    header = 3 if length < 1 << 8 else 5 if length < 1 << 16 else 9
-    return _size_class(header + length + 1)
-
-
-def _string_usage(value: bytes | bytearray) -> int:
-    if string_encoding(value) == b"int":
-        return _ROBJ
-    if len(value) <= _EMBSTR_MAX:
-        return _size_class(_ROBJ + 3 + len(value) + 1)
-    return _ROBJ + _sds(len(value))
-
+from pykv.storage import memory
 
 # -- texts (Redis 7.0's replies) ----------------------------------------------------------------
 HELP = [
@@ -277,9 +250,8 @@ def _libraries(server: Any) -> tuple[int, int, int]:
 
 
 def _db_overhead(db: Any) -> DbOverhead:
-    expires = sys.getsizeof(db.expires) if db.expires else 0
-    return DbOverhead(db.id, len(db.data), sys.getsizeof(db.data) + sys.getsizeof(db.access),
-                      expires)
+    main, expires = memory.db_overhead(db)
+    return DbOverhead(db.id, len(db.data), main, expires)
 
 
 def figures(server: Any) -> MemoryFigures:
@@ -408,8 +380,7 @@ def memory_usage(c, argv):
     value = c.db.data.get(argv[2])
     if value is None:
         return None
-    size = _string_usage(value) if is_string(value) else value.memory_usage()
-    return size + _sds(len(argv[2])) + _DICT_ENTRY
+    return memory.value_usage(value) + memory.sds(len(argv[2])) + memory.DICT_ENTRY
 
 
 @command("memory|stats")
@@ -419,7 +390,9 @@ def memory_stats(c, argv):
 
 @command("memory|doctor")
 def memory_doctor(c, argv):
-    return Verbatim(doctor_report(figures(c.server)).encode())
+    # RSS over used_memory is the interpreter over Redis-sized estimates, not fragmentation
+    f = replace(figures(c.server), total_frag=1.0, total_frag_bytes=0)
+    return Verbatim(doctor_report(f).encode())
 
 
 @command("memory|malloc-stats")

@@ -53,7 +53,7 @@ def flushall(c, argv):
 
 
 _SWAPPED_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_expire_pos",
-                  "scan_index")
+                  "scan_index", "mem_dirty", "mem_sizes", "mem_total")
 
 
 def _int_index(arg: bytes) -> int | None:

@@ -188,7 +188,7 @@ ENTRIES: list[ConfigEntry] = [
     _e("save", SAVE, [(3600, 1), (300, 100), (60, 10000)]),
     _e("appendonly", BOOL, False),
     # memory
-    _e("maxmemory", MEMORY, 0, min=0, max=ULLONG_MAX, flags=_f("unsigned", "compat")),
+    _e("maxmemory", MEMORY, 0, min=0, max=ULLONG_MAX, flags=_f("unsigned")),
     _e("maxmemory-policy", ENUM, "noeviction", choices=(
         "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
         "allkeys-lfu", "allkeys-random", "noeviction")),
@@ -264,12 +264,12 @@ ENTRIES: list[ConfigEntry] = [
     _e("latency-tracking", BOOL, True),
     _e("latency-tracking-info-percentiles", PERCENTILES, [50.0, 99.0, 99.9]),
     # memory and eviction
-    _e("maxmemory-samples", INT, 5, min=1, max=INT_MAX, flags=COMPAT),
-    _e("maxmemory-eviction-tenacity", INT, 10, min=0, max=100, flags=COMPAT),
+    _e("maxmemory-samples", INT, 5, min=1, max=INT_MAX),
+    _e("maxmemory-eviction-tenacity", INT, 10, min=0, max=100),
     _e("lfu-log-factor", INT, 10, min=0, max=INT_MAX),
     _e("lfu-decay-time", INT, 1, min=0, max=INT_MAX),
     _e("activerehashing", BOOL, True, flags=COMPAT),
-    _e("lazyfree-lazy-eviction", BOOL, False, flags=COMPAT),
+    _e("lazyfree-lazy-eviction", BOOL, False),
     _e("lazyfree-lazy-expire", BOOL, False, flags=COMPAT),
     _e("lazyfree-lazy-server-del", BOOL, False, flags=COMPAT),
     _e("lazyfree-lazy-user-del", BOOL, False, flags=COMPAT),

@@ -394,6 +394,8 @@ class Engine:
             return TAG_ERROR, _ERR_ARITY
         if cmd.noscript and not self.client.server.script_disable_deny_script:
             return TAG_ERROR, _ERR_NOSCRIPT
+        if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
+            return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO

@@ -109,6 +109,7 @@ cdef class CommandCore:
     cdef public long long calls, usec, rejected_calls, failed_calls
     cdef public bint no_auth, pubsub_ok, allow_busy, no_multi, skip_monitor, skip_slowlog
     cdef public bint no_propagate, multi_immediate, is_write, loading_ok
+    cdef public bint denyoom  # refused with -OOM while maxmemory is exceeded
     cdef public object protected_by  # the enable-*-command option of DEBUG/MODULE LOAD
     # the latency histogram (see above): samples recorded, of which under 1 µs, and the rows
     cdef readonly long long lat_samples, lat_under_1us
@@ -178,6 +179,9 @@ cdef class ServerCore:
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
     cdef public object loop
+    cdef public long long maxmemory  # the maxmemory config; when set, ``evictor`` runs
+    cdef public object evictor  # pykv.server.evict.Evictor
+    cdef public bint pre_command_oom  # over maxmemory before this command (scripts check it)
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -205,14 +209,29 @@ cdef class ServerCore:
                 client.write_out()
 
 
-cdef bint _queues_a_write(object queued):
-    """Whether a MULTI queue holds a write command (EXEC is then a write, for MISCONF)."""
+cdef bint _queues_flag(object queued, bint oom):
+    """Whether a MULTI queue holds a denyoom command (``oom``) or a write one."""
     if not queued:
         return False
     for entry in queued:
-        if (<CommandCore>entry[0]).is_write:
+        if (<CommandCore>entry[0]).denyoom if oom else (<CommandCore>entry[0]).is_write:
             return True
     return False
+
+
+cdef bint _oom_refuses(ClientCore client, CommandCore cmd):
+    """Redis's reject_cmd_on_oom: denyoom commands, EXEC of a queue holding one, and
+    anything but EXEC/DISCARD/QUIT/RESET inside MULTI."""
+    if cmd.denyoom:
+        return True
+    if cmd.fullname == "exec":
+        return _queues_flag(client.multi, True)
+    return client.multi is not None and cmd.fullname not in ("discard", "quit", "reset")
+
+
+cdef bint _queues_a_write(object queued):
+    """Whether a MULTI queue holds a write command (EXEC is then a write, for MISCONF)."""
+    return _queues_flag(queued, False)
 
 
 cdef class ClientCore:
@@ -332,6 +351,11 @@ cdef class ClientCore:
         if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
             self.reject(errors.protected_refused(cmd.protected_by), cmd)
             return
+        if server.maxmemory and not self.replaying:
+            server.pre_command_oom = server.evictor.perform()
+            if server.pre_command_oom and _oom_refuses(self, cmd):
+                self.reject(errors.OOM, cmd)
+                return
         if server.deny_write_error is not None and (
                 cmd.is_write or cmd.fullname == "ping"
                 or (cmd.fullname == "exec" and _queues_a_write(self.multi))):

@@ -37,7 +37,7 @@ class Command(CommandCore):
 
     __slots__ = (
         "name", "flags", "first_key", "last_key", "step", "acl_categories", "tips",
-        "key_specs", "docs", "parent", "group", "is_readonly", "denyoom",
+        "key_specs", "docs", "parent", "group", "is_readonly",
         "noscript", "loading", "stale", "fast", "may_replicate", "movablekeys", "get_keys",
     )
 

@@ -27,8 +27,10 @@ from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
 from pykv.server.command_table import TABLE, Command, CommandTable
+from pykv.server.evict import Evictor
 from pykv.server.latency_monitor import LatencyMonitor
 from pykv.server.output_limits import OutputLimits
+from pykv.storage import memory
 from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
@@ -164,6 +166,12 @@ class Server(ServerCore):
         self.config.on_change("appendonly", self._on_appendonly)
         for db in self.dbs:
             db.on_expired = self._propagating_expiry(db.on_expired)
+        # maxmemory: the estimate it is checked against, and eviction (pykv.server.evict)
+        self.evictor = Evictor(self)
+        self.stat_evicted_keys = 0
+        self.maxmemory = self.config.maxmemory
+        self.config.on_change("maxmemory", self._on_maxmemory)
+        self.cron_hooks.append(self._memory_cron)
         for name in ("maxmemory-policy", "lfu-log-factor", "lfu-decay-time"):
             self.config.on_change(name, self._apply_lfu_settings)
         self._apply_lfu_settings(None)
@@ -292,6 +300,16 @@ class Server(ServerCore):
             db.lfu = lfu
             db.lfu_log_factor = cfg.lfu_log_factor
             db.lfu_decay_time = cfg.lfu_decay_time
+
+    def _on_maxmemory(self, value: int) -> None:
+        self.maxmemory = value
+        if value:  # CONFIG SET maxmemory below the estimate evicts at once, as Redis
+            self.evictor.perform()
+
+    def _memory_cron(self) -> None:
+        """Fold the keys written since the last tick into the memory estimate (bounds the
+        dirty sets while maxmemory is off and nothing asks for the figure)."""
+        memory.dataset(self.dbs)
 
     def _on_appendonly(self, enabled: bool) -> None:
         """CONFIG SET appendonly: yes writes a base in the background first, no stops."""
@@ -438,6 +456,7 @@ class Server(ServerCore):
         self.stat_keyspace_hits = self.stat_keyspace_misses = 0
         self.stat_total_error_replies = 0
         self.stat_dump_payload_sanitizations = 0
+        self.stat_evicted_keys = 0
         self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
 
     # -- slow log and monitor --------------------------------------------------------------

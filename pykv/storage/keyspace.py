@@ -53,7 +53,8 @@ class Database:
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
-        "lfu_decay_time", "on_new_key", "expire_paused",
+        "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty", "mem_sizes",
+        "mem_total",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -88,6 +89,11 @@ class Database:
         self.lfu_decay_time = 1
         # CLIENT PAUSE: expired keys read as missing but are not deleted (Redis 7.0)
         self.expire_paused = False
+        # memory accounting (pykv.storage.memory): keys written since the last refresh, the
+        # estimate per key and their sum
+        self.mem_dirty: set[bytes] = set()
+        self.mem_sizes: dict[bytes, int] = {}
+        self.mem_total = 0
 
     def __len__(self) -> int:
         return len(self.data)
@@ -178,6 +184,7 @@ class Database:
         else:
             self.access[key] = ((self.clock.sec // 60) & 0xFFFF) << 8 | LFU_INIT_VAL
         self.version += 1
+        self.mem_dirty.add(key)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         self.signal_modified(self, key)
@@ -186,6 +193,7 @@ class Database:
 
     def modified(self, key: bytes) -> None:
         """Call after changing a stored value in place (LPUSH on an existing list, …)."""
+        self.mem_dirty.add(key)
         self.signal_modified(self, key)
 
     def unshare(self, key: bytes, value: Any) -> None:
@@ -193,10 +201,12 @@ class Database:
         in-place edit, Redis's dbUnshareStringValue): no change is signalled; the caller
         signals if it then really changes something."""
         self.data[key] = value
+        self.mem_dirty.add(key)
 
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
         self.data[key] = value
+        self.mem_dirty.add(key)
         self.signal_modified(self, key)
 
     def delete(self, key: bytes) -> bool:
@@ -219,6 +229,7 @@ class Database:
         del self.data[key]
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
+        self.mem_dirty.add(key)
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -236,11 +247,15 @@ class Database:
         self._expire_pos = 0
         self.avg_ttl = 0
         self.scan_index = None  # it holds the old dict: let the flush free it
+        self.mem_dirty = set()
+        self.mem_sizes = {}
+        self.mem_total = 0
         return n
 
     # -- expiry ------------------------------------------------------------------------
     def set_expire(self, key: bytes, when_ms: int) -> None:
         self.expires[key] = when_ms
+        self.mem_dirty.add(key)
         self.signal_modified(self, key)
 
     def get_expire(self, key: bytes) -> int:
@@ -250,6 +265,7 @@ class Database:
     def persist(self, key: bytes) -> bool:
         if self.expires.pop(key, None) is None:
             return False
+        self.mem_dirty.add(key)
         self.signal_modified(self, key)
         return True
 

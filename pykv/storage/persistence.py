@@ -341,6 +341,7 @@ class RdbPersistence:
             if not replace and key in db.data:
                 raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
             db.data[key] = value
+            db.mem_dirty.add(key)
             if expire_ms >= 0:
                 db.expires[key] = expire_ms
             self.loaded_keys += 1
