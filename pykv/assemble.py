@@ -16,7 +16,7 @@ parameter — and this module fills it:
 """
 from __future__ import annotations
 
-from pykv.commands import info, load_all_commands, memory_cmd, monitor
+from pykv.commands import acl, info, load_all_commands, memory_cmd, monitor
 from pykv.config import Config
 from pykv.scripting import functions
 from pykv.server.command_table import TABLE, CommandTable
@@ -37,6 +37,7 @@ def command_exists(name: str) -> bool:
 def build_server(config: Config | None = None) -> Server:
     """A server for ``config``, its plug-ins installed; ``await server.start()`` runs it."""
     server = Server(config, load_commands())
+    server.acl = acl.install(server)
     server.functions = functions.install(server)
     server.info_sampler = info.install(server)
     server.format_monitor_line = monitor.format_monitor_line

@@ -157,3 +157,48 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
+
+
+# -- ACL (pykv.acl, pykv.commands.acl) ---------------------------------------------------
+NOPERM_KEY = ErrorReply(
+    b"NOPERM this user has no permissions to access one of the keys used as arguments")
+NOPERM_CHANNEL = ErrorReply(
+    b"NOPERM this user has no permissions to access one of the channels used as arguments")
+ACL_DEFAULT_UNDELETABLE = ErrorReply(b"ERR The 'default' user cannot be removed")
+ACL_BAD_USERNAME = ErrorReply(b"ERR Usernames can't contain spaces or null characters")
+ACL_GENPASS_BITS = ErrorReply(
+    b"ERR ACL GENPASS argument must be the number of bits for the output password, a "
+    b"positive number up to 4096")
+
+
+def noperm_command(fullname: str) -> ErrorReply:
+    return ErrorReply(
+        b"NOPERM this user has no permissions to run the '" + fullname.encode() + b"' command")
+
+
+def acl_dryrun_denied(what: str, value: bytes) -> bytes:
+    """ACL DRYRUN's answer for a denial: ``what`` is "command", "key" or "channel"."""
+    if what == "command":
+        return b"This user has no permissions to run the '" + value + b"' command"
+    return b"This user has no permissions to access the '" + value + b"' " + what.encode()
+
+
+def acl_setuser_error(modifier: bytes, reason: str) -> ErrorReply:
+    return ErrorReply(b"ERR Error in ACL SETUSER modifier '" + modifier + b"': "
+                      + reason.encode())
+
+
+def acl_unmatched_paren(arg: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unmatched parenthesis in acl selector starting at '" + arg + b"'.")
+
+
+def acl_unknown_category(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unknown category '" + name + b"'")
+
+
+def acl_no_user(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR User '" + name + b"' not found")
+
+
+def acl_no_command(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Command '" + name + b"' not found")

@@ -8,6 +8,7 @@ per-client state elsewhere (transactions, pub/sub, tracking) drop it through
 from __future__ import annotations
 
 from pykv import errors
+from pykv.commands.acl import login
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, PONG, ErrorReply, SimpleString
@@ -42,17 +43,20 @@ def select(c, argv):
     return OK
 
 
-def _check_password(c, username: bytes, password: bytes) -> ErrorReply | None:
-    acl = getattr(c.server, "acl", None)
-    if acl is not None and hasattr(acl, "check_password"):
-        return acl.check_password(c, username, password)
-    requirepass = c.server.config.requirepass
-    if username != b"default":
+def _authenticate(c, username: bytes, password: bytes) -> ErrorReply | None:
+    """Log the connection in as ``username`` (the ACL users), or the WRONGPASS error."""
+    acl = c.server.acl
+    if acl is None:  # a server without the ACL family: only requirepass
+        requirepass = c.server.config.requirepass
+        if username != b"default" or (
+                requirepass and password.decode("utf-8", "surrogateescape") != requirepass):
+            return errors.WRONGPASS
+        c.set_authenticated(True)
+        return None
+    user = acl.authenticate(username, password)
+    if user is None:
         return errors.WRONGPASS
-    if not requirepass:
-        return None  # the default user has nopass
-    if password.decode("utf-8", "surrogateescape") != requirepass:
-        return errors.WRONGPASS
+    login(c, user)
     return None
 
 
@@ -61,15 +65,15 @@ def auth(c, argv):
     if len(argv) > 3:
         return errors.SYNTAX
     if len(argv) == 2:
-        if not c.server.config.requirepass:
+        acl = c.server.acl
+        if (acl.default.nopass if acl is not None else not c.server.config.requirepass):
             return errors.AUTH_NOT_CONFIGURED
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    err = _check_password(c, username, password)
+    err = _authenticate(c, username, password)
     if err is not None:
         return err
-    c.set_authenticated(True)
     return OK
 
 
@@ -111,10 +115,9 @@ def hello(c, argv):
         else:
             return ErrorReply(b"ERR Syntax error in HELLO option '" + argv[i] + b"'")
     if auth_args is not None:
-        err = _check_password(c, *auth_args)
+        err = _authenticate(c, *auth_args)
         if err is not None:
             return err
-        c.set_authenticated(True)
     if not c.authenticated:
         return errors.HELLO_NOAUTH
     if setname is not None:
@@ -154,8 +157,12 @@ def reset(c, argv):
     c.multi_dirty = False
     c.watch_dirty = False
     c.tracking = None
-    c.set_authenticated(not server.config.requirepass)
-    c.user = "default"
+    if server.acl is None:
+        c.set_authenticated(not server.config.requirepass)
+        c.user = "default"
+    else:  # back to the default user, as Redis's clearClientConnectionState
+        login(c, server.acl.default)
+        c.set_authenticated(not server.acl.auth_required())
     c.select(0)
     c.resp = 2
     c.name = b""

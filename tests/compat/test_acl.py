@@ -1,0 +1,289 @@
+"""ACL users against real redis-server: SETUSER rules as GETUSER and ACL LIST show them,
+ACL CAT, the other subcommands, AUTH/HELLO for named users and the dispatcher's checks.
+
+Redis lists single-command rules (``+get +set``) and the commands of a category in the
+order of its command dict, which changes from run to run; those few replies are compared
+with that order normalised (sorted), everything else byte for byte.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+
+import pytest
+from support.resp import RawClient
+
+from conftest import Diff
+
+CATEGORIES = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
+    "dangerous", "connection", "transaction", "scripting",
+)
+HASH = hashlib.sha256(b"secret").hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def clean_users(real_redis, pykv_proc):
+    yield
+    for port in (real_redis.port, pykv_proc.port):
+        c = RawClient(port=port)
+        c.call("ACL", "SETUSER", "default", "resetpass", "nopass", "on", "~*", "&*", "+@all",
+               "clearselectors")
+        names = re.findall(rb"\$\d+\r\n([^\r]*)\r\n", c.call("ACL", "USERS"))
+        others = [n for n in names if n != b"default"]
+        if others:
+            c.call("ACL", "DELUSER", *others)
+        c.close()
+
+
+def _rules_sorted(raw: bytes) -> bytes:
+    """Single-command rules after the categories, in sorted order (lengths unchanged)."""
+    def fix(m: re.Match) -> bytes:
+        tokens = m.group(0).split(b" ")
+        cats = [t for t in tokens if t[1:2] == b"@"]
+        singles = sorted((t for t in tokens if t[1:2] != b"@"), key=lambda t: t[1:])
+        return b" ".join(cats + singles)
+    return re.sub(rb"[+-]@all(?: [+-][^ \r\n)]+)*", fix, raw)
+
+
+def _same_rules(diff: Diff, *args) -> None:
+    real, ours = diff.both(*args)
+    assert _rules_sorted(ours) == _rules_sorted(real), f"{args}:\n{real!r}\n{ours!r}"
+
+
+def _pair_as(real_redis, pykv_proc, user: str, password: str, resp3: bool = False) -> Diff:
+    d = Diff(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    d("AUTH", user, password)
+    if resp3:
+        d("HELLO", "3")
+    return d
+
+
+# -- SETUSER -> GETUSER / LIST ------------------------------------------------------------
+SINGLE_RULES = [
+    [], ["on"], ["off"], ["on", "off"], ["nopass"], [">pw"], [">pw", ">pw2", ">pw"],
+    [">pw", ">pw2", "<pw"], ["#" + HASH], ["#" + HASH, "!" + HASH], [">pw", "nopass"],
+    ["nopass", "resetpass"], ["on", ">pw", "reset"], ["sanitize-payload"],
+    ["skip-sanitize-payload"], ["skip-sanitize-payload", "sanitize-payload"],
+    ["allcommands"], ["nocommands"], ["+@all", "-@all"], ["+get"], ["+get", "-get"],
+    ["+@read", "-get"], ["+@all", "-get"], ["+config|get"], ["+config", "-config|set"],
+    ["+config|get", "-config"], ["+select|0"], ["+select|0", "+select|1", "+select|0"],
+    ["+select|0", "+select"], ["+select", "-select", "+select|2"], ["+get|x"],
+    ["+client|list", "+client|info"], ["+@all", "-client|kill"], ["+get", "-@all"],
+    ["~a", "%R~b", "%W~c", "%RW~d"], ["~a", "%R~a"], ["%R~a", "%W~a"], ["%w~a", "%r~b"],
+    ["allkeys"], ["~*"], ["~a", "allkeys"], ["~a", "resetkeys"], ["%RW~*"],
+    ["&a", "&b*", "&a"], ["allchannels"], ["&*"], ["&a", "resetchannels"],
+    ["&a", "allchannels"], ["(+get ~a)"], ["(+get ~a)", "(+set &c)"], ["(", "+get", "~a", ")"],
+    ["(~a +@read)", "clearselectors"], ["()"], ["(%R~x &y +@all -@dangerous)"],
+    ["on", ">pw", "~k*", "&ch", "+@read", "(~w* +set)"],
+]
+CATEGORY_RULES = (
+    [["+@" + c] for c in CATEGORIES] + [["+@all", "-@" + c] for c in CATEGORIES]
+    + [["+@" + a, "-@" + b] for a, b in itertools.combinations(CATEGORIES, 2)
+       if (CATEGORIES.index(a) + CATEGORIES.index(b)) % 5 == 0]
+    + [["+@" + a, "+@" + b] for a, b in itertools.combinations(CATEGORIES, 2)
+       if (CATEGORIES.index(a) * CATEGORIES.index(b)) % 7 == 1]
+)
+RULE_TABLE = SINGLE_RULES + CATEGORY_RULES
+
+
+@pytest.mark.parametrize("rules", RULE_TABLE, ids=lambda r: " ".join(r) or "none")
+def test_setuser_getuser_list(diff, diff3, rules):
+    diff("ACL", "SETUSER", "u", *rules)
+    _same_rules(diff, "ACL", "GETUSER", "u")
+    _same_rules(diff3, "ACL", "GETUSER", "u")
+    _same_rules(diff, "ACL", "LIST")
+
+
+def test_setuser_applies_to_existing_user(diff):
+    diff("ACL", "SETUSER", "u", "on", ">a", "~x", "+get")
+    diff("ACL", "SETUSER", "u", ">b", "-get", "+set", "%R~y")
+    diff("ACL", "LIST")
+    diff("ACL", "SETUSER", "u", "reset")
+    diff("ACL", "LIST")
+
+
+@pytest.mark.parametrize("rules", [
+    ["+nosuch"], ["+@nosuch"], ["-nosuch"], ["+config|nosuch"], ["+config|get|x"],
+    ["+select|"], ["bogus"], ["#abc"], ["#" + "A" * 64], ["!" + "0" * 63], ["<missing"],
+    ["!" + HASH], ["~*", "~x"], ["allkeys", "%R~x"], ["&*", "&x"], ["%X~a"], ["%~a"],
+    ["%R"], ["(+get"], ["(", "+get"], ["(on)"], ["(+nosuch)"], ["on", "+get", "+nosuch"],
+    ["(~a) ("],
+])
+def test_setuser_errors(diff, rules):
+    diff("ACL", "SETUSER", "u", *rules)
+    diff("ACL", "USERS")  # a failed SETUSER creates nothing
+
+
+def test_setuser_error_leaves_user_unchanged(diff):
+    diff("ACL", "SETUSER", "u", "on", "+get")
+    diff("ACL", "SETUSER", "u", "+set", "+nosuch")
+    diff("ACL", "LIST")
+
+
+def test_bad_usernames(diff):
+    diff("ACL", "SETUSER", "a b")
+    diff("ACL", "SETUSER", "a\x00b")
+
+
+# -- the other subcommands -------------------------------------------------------------------
+def test_cat(diff, diff3):
+    diff("ACL", "CAT")
+    diff3("ACL", "CAT")
+    diff("ACL", "CAT", "nosuch")
+    for cat in CATEGORIES + ("READ",):
+        real, ours = diff.both("ACL", "CAT", cat)
+        assert sorted(ours.split(b"\r\n")) == sorted(real.split(b"\r\n")), cat
+
+
+def test_users_getuser_deluser(diff, diff3):
+    diff("ACL", "SETUSER", "zed")
+    diff("ACL", "SETUSER", "alice", "on")
+    diff("ACL", "USERS")
+    diff("ACL", "GETUSER", "nosuch")
+    diff3("ACL", "GETUSER", "nosuch")
+    diff("ACL", "DELUSER", "default")
+    diff("ACL", "DELUSER", "zed", "nosuch", "zed")
+    diff("ACL", "DELUSER", "alice", "default")
+    diff("ACL", "USERS")
+
+
+def test_whoami_help_genpass(diff, diff3, real_redis, pykv_proc):
+    diff("ACL", "WHOAMI")
+    diff("ACL", "HELP")
+    diff3("ACL", "HELP")
+    for bits in ("0", "-1", "4097", "x"):
+        diff("ACL", "GENPASS", bits)
+    for args, length in (((), 64), (("1",), 1), (("5",), 2), (("4096",), 1024)):
+        real, ours = diff.both("ACL", "GENPASS", *args)
+        assert re.fullmatch(rb"\$%d\r\n[0-9a-f]{%d}\r\n" % (length, length), ours), ours
+        assert len(real) == len(ours)
+    diff("ACL", "SETUSER", "w", "on", ">p", "+acl")
+    d = _pair_as(real_redis, pykv_proc, "w", "p")
+    d("ACL", "WHOAMI")
+
+
+def test_unknown_subcommands(diff):
+    diff("ACL", "NOSUCH")
+    diff("ACL")
+
+
+@pytest.mark.parametrize("args", [
+    ["nouser", "get", "x"], ["u", "nosuch"], ["u", "get"], ["u", "config"],
+    ["u", "config", "nosub"], ["u", "get", "k1"], ["u", "get", "x"], ["u", "set", "k1", "v"],
+    ["u", "config", "get", "x"], ["u", "client", "id"], ["u", "select", "0"],
+    ["u", "select", "1"], ["u", "publish", "ch", "m"], ["u", "publish", "other", "m"],
+    ["u", "subscribe", "ch", "other"], ["u", "psubscribe", "c*"], ["u", "psubscribe", "ch"],
+    ["u", "mget", "k1", "x", "k2"], ["u", "hset", "w1", "f", "v"], ["u", "hget", "w1", "f"],
+    ["u", "ping"], ["u", "auth", "a", "b"],
+])
+def test_dryrun(diff, args):
+    diff("ACL", "SETUSER", "u", "on", "~k*", "%W~w*", "&ch", "+@read", "+publish", "+subscribe",
+         "+psubscribe", "+hset", "+config|get", "+select|0", "-@all", "+@read", "+publish",
+         "+subscribe", "+psubscribe", "+hset", "+config|get", "+select|0")
+    diff("ACL", "DRYRUN", *args)
+
+
+# -- AUTH and HELLO ------------------------------------------------------------------------
+def test_auth_named_users(diff, diff3, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "al", "on", ">pw", "+@all", "~*")
+    diff("ACL", "SETUSER", "offuser", "off", ">pw", "+@all")
+    diff("ACL", "SETUSER", "free", "on", "nopass", "+@all")
+    for args in (("al", "bad"), ("nosuch", "pw"), ("offuser", "pw"), ("free", "anything"),
+                 ("al", "pw"), ("pw",)):
+        diff("AUTH", *args)
+        diff("ACL", "WHOAMI")
+    diff3("HELLO", "3", "AUTH", "al", "bad")
+    diff3("HELLO", "3", "AUTH", "offuser", "pw")
+    diff3("ACL", "WHOAMI")
+    d = Diff(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    d.raw(b"HELLO 2 AUTH al pw\r\n")
+    d("ACL", "WHOAMI")
+    d("RESET")
+    d("ACL", "WHOAMI")
+
+
+def test_default_user_password(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "default", ">dpw")
+    diff("ACL", "LIST")
+    d = Diff(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+    d("GET", "x")
+    d("AUTH", "wrong")
+    d("AUTH", "dpw")
+    d("GET", "x")
+    d("ACL", "SETUSER", "default", "nopass")
+
+
+def test_client_list_user_field(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "cl", "on", ">pw", "+@all", "~*")
+    d = _pair_as(real_redis, pykv_proc, "cl", "pw")
+    real, ours = d.both("CLIENT", "INFO")
+    assert re.search(rb" user=(\S+) ", ours).group(1) == re.search(rb" user=(\S+) ", real).group(1)
+    assert b" user=cl " in ours
+
+
+def test_deluser_disconnects_its_clients(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "gone", "on", ">pw", "+@all", "~*")
+    d = _pair_as(real_redis, pykv_proc, "gone", "pw")
+    diff("ACL", "DELUSER", "gone")
+    d.until_closed(b"PING\r\n")
+
+
+# -- enforcement ---------------------------------------------------------------------------
+def test_command_and_key_permissions(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "p", "on", ">pw", "~k*", "%R~r*", "%W~w*", "+@read", "+@write",
+         "-del", "+select|0", "+client|id", "-@dangerous")
+    d = _pair_as(real_redis, pykv_proc, "p", "pw")
+    for cmd in (["GET", "k1"], ["GET", "x"], ["SET", "k1", "v"], ["SET", "r1", "v"],
+                ["GET", "r1"], ["SET", "w1", "v"], ["GET", "w1"], ["APPEND", "w1", "x"],
+                ["COPY", "r1", "w2"], ["COPY", "w1", "r2"], ["MSET", "k1", "a", "x", "b"],
+                ["MGET", "k1", "r1", "w1"], ["DEL", "k1"], ["UNLINK", "k1"], ["SELECT", "0"],
+                ["SELECT", "1"], ["CLIENT", "ID"], ["CLIENT", "LIST"], ["FLUSHALL"],
+                ["KEYS", "*"], ["PING"], ["AUTH", "p", "bad"], ["LPUSH", "w9", "a"],
+                ["LMOVE", "k1", "w1", "LEFT", "RIGHT"], ["SORT", "k9"], ["EXISTS", "x", "k1"],
+                ["ACL", "WHOAMI"], ["HELLO"]):
+        d(*cmd)
+
+
+def test_channel_permissions(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "s", "on", ">pw", "&news.*", "&exact", "+@pubsub", "-punsubscribe")
+    d = _pair_as(real_redis, pykv_proc, "s", "pw")
+    for cmd in (["PUBLISH", "news.1", "m"], ["PUBLISH", "other", "m"],
+                ["PUBLISH", "exact", "m"], ["SUBSCRIBE", "other"], ["PSUBSCRIBE", "news.*x"],
+                ["PSUBSCRIBE", "news.*"], ["SPUBLISH", "other", "m"],
+                ["SSUBSCRIBE", "other"]):
+        d(*cmd)
+    d("SUBSCRIBE", "news.a", "other")
+    d.raw(b"*2\r\n$9\r\nSUBSCRIBE\r\n$5\r\nexact\r\n")
+    d("PUNSUBSCRIBE")
+    d("UNSUBSCRIBE")
+
+
+def test_selectors_and_firstargs(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "x", "on", ">pw", "~a*", "+get", "(~b* +set)", "(%R~c* +@read)",
+         "+config|get", "+client|setname")
+    d = _pair_as(real_redis, pykv_proc, "x", "pw")
+    for cmd in (["GET", "a1"], ["GET", "b1"], ["SET", "b1", "v"], ["SET", "a1", "v"],
+                ["GET", "c1"], ["SET", "c1", "v"], ["MGET", "a1", "c1"], ["MGET", "c1", "b1"],
+                ["CONFIG", "GET", "maxmemory"], ["CONFIG", "SET", "maxmemory", "0"],
+                ["CLIENT", "SETNAME", "n"], ["CLIENT", "GETNAME"]):
+        d(*cmd)
+
+
+def test_denied_inside_multi_and_permission_updates(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "m", "on", ">pw", "~*", "+multi", "+exec", "+get")
+    d = _pair_as(real_redis, pykv_proc, "m", "pw")
+    d("MULTI")
+    d("GET", "a")
+    d("SET", "a", "1")
+    d("EXEC")
+    diff("ACL", "SETUSER", "m", "+set")
+    d("SET", "a", "1")
+    diff("ACL", "SETUSER", "m", "-set")
+    d("SET", "a", "1")
+    diff("ACL", "SETUSER", "default", "-get")
+    diff("GET", "a")
+    diff("ACL", "SETUSER", "default", "+get")
+    diff("GET", "a")
