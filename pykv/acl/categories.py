@@ -40,9 +40,9 @@ _build()
 def lookup(name: str) -> str | None:
     """The fullname of a command (``get``, ``config|get``) in the table, or None."""
     name = name.lower()
-    parent, _, sub = name.partition("|")
+    parent, bar, sub = name.partition("|")
     if parent not in METADATA:
         return None
-    if not sub:
+    if not bar:
         return parent
     return name if name in SUBCOMMANDS.get(parent, ()) else None

@@ -124,18 +124,16 @@ class Selector:
 
     def _add_key_pattern(self, op: bytes) -> None:
         if op[:1] == b"%":
-            tilde = op.find(b"~")
-            flags = 0
-            for ch in op[1:tilde if tilde > 0 else len(op)].upper():
-                if ch == ord("R"):
-                    flags |= READ
-                elif ch == ord("W"):
-                    flags |= WRITE
-                else:
+            flags, i = 0, 1
+            while i < len(op) and op[i] != ord("~"):  # each of R and W at most once
+                bit = {ord("R"): READ, ord("r"): READ, ord("W"): WRITE, ord("w"): WRITE}.get(op[i])
+                if bit is None or flags & bit:
                     raise RuleError(SYNTAX)
-            if tilde < 0 or not flags:
+                flags |= bit
+                i += 1
+            if not flags:
                 raise RuleError(SYNTAX)
-            pattern = op[tilde + 1:]
+            pattern = op[i + 1:]  # no "~" at all: the empty pattern, as Redis
         else:
             flags, pattern = RW, op[1:]
         if self.allkeys:

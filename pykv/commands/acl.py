@@ -181,7 +181,7 @@ def acl_cat(c, argv):
 def acl_genpass(c, argv):
     bits = 256
     if len(argv) > 2:
-        bits = parse_int(argv[2], errors.ACL_GENPASS_BITS)
+        bits = parse_int(argv[2])
         if bits <= 0 or bits > 4096:
             return errors.ACL_GENPASS_BITS
     return genpass(bits)

@@ -12,9 +12,8 @@ import itertools
 import re
 
 import pytest
-from support.resp import RawClient
-
 from conftest import Diff
+from support.resp import RawClient
 
 CATEGORIES = (
     "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
@@ -109,7 +108,7 @@ def test_setuser_applies_to_existing_user(diff):
     ["+nosuch"], ["+@nosuch"], ["-nosuch"], ["+config|nosuch"], ["+config|get|x"],
     ["+select|"], ["bogus"], ["#abc"], ["#" + "A" * 64], ["!" + "0" * 63], ["<missing"],
     ["!" + HASH], ["~*", "~x"], ["allkeys", "%R~x"], ["&*", "&x"], ["%X~a"], ["%~a"],
-    ["%R"], ["(+get"], ["(", "+get"], ["(on)"], ["(+nosuch)"], ["on", "+get", "+nosuch"],
+    ["%R"], ["%RWR~a"], ["%RX"], ["%~"], ["%W", "%R~"], ["(+get"], ["(", "+get"], ["(on)"], ["(+nosuch)"], ["on", "+get", "+nosuch"],
     ["(~a) ("],
 ])
 def test_setuser_errors(diff, rules):
@@ -199,7 +198,8 @@ def test_auth_named_users(diff, diff3, real_redis, pykv_proc):
     diff3("HELLO", "3", "AUTH", "offuser", "pw")
     diff3("ACL", "WHOAMI")
     d = Diff(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
-    d.raw(b"HELLO 2 AUTH al pw\r\n")
+    real, ours = d.both("HELLO", "2", "AUTH", "al", "pw")
+    assert ours.startswith(b"*14\r\n") and real.startswith(b"*14\r\n")
     d("ACL", "WHOAMI")
     d("RESET")
     d("ACL", "WHOAMI")
@@ -234,16 +234,16 @@ def test_deluser_disconnects_its_clients(diff, real_redis, pykv_proc):
 # -- enforcement ---------------------------------------------------------------------------
 def test_command_and_key_permissions(diff, real_redis, pykv_proc):
     diff("ACL", "SETUSER", "p", "on", ">pw", "~k*", "%R~r*", "%W~w*", "+@read", "+@write",
-         "-del", "+select|0", "+client|id", "-@dangerous")
+         "-del", "+select|0", "+client|getname", "-@dangerous")
     d = _pair_as(real_redis, pykv_proc, "p", "pw")
     for cmd in (["GET", "k1"], ["GET", "x"], ["SET", "k1", "v"], ["SET", "r1", "v"],
                 ["GET", "r1"], ["SET", "w1", "v"], ["GET", "w1"], ["APPEND", "w1", "x"],
                 ["COPY", "r1", "w2"], ["COPY", "w1", "r2"], ["MSET", "k1", "a", "x", "b"],
                 ["MGET", "k1", "r1", "w1"], ["DEL", "k1"], ["UNLINK", "k1"], ["SELECT", "0"],
-                ["SELECT", "1"], ["CLIENT", "ID"], ["CLIENT", "LIST"], ["FLUSHALL"],
+                ["SELECT", "1"], ["CLIENT", "GETNAME"], ["CLIENT", "LIST"], ["FLUSHALL"],
                 ["KEYS", "*"], ["PING"], ["AUTH", "p", "bad"], ["LPUSH", "w9", "a"],
                 ["LMOVE", "k1", "w1", "LEFT", "RIGHT"], ["SORT", "k9"], ["EXISTS", "x", "k1"],
-                ["ACL", "WHOAMI"], ["HELLO"]):
+                ["ACL", "WHOAMI"], ["ECHO", "x"]):
         d(*cmd)
 
 
