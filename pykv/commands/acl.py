@@ -64,6 +64,7 @@ def install(server) -> Acl:
         for rule in words[1:]:
             user.apply(rule.encode("utf-8", "surrogateescape"))
     config.on_change("requirepass", lambda value: acl.set_requirepass(value or ""))
+    config.on_change("acl-pubsub-default", lambda value: setattr(acl, "pubsub_default", value))
     config.describe_users = lambda: [
         "user " + u.name.decode("utf-8", "surrogateescape") + " " + u.describe()
         for u in acl.sorted_users()]

@@ -287,3 +287,15 @@ def test_denied_inside_multi_and_permission_updates(diff, real_redis, pykv_proc)
     diff("GET", "a")
     diff("ACL", "SETUSER", "default", "+get")
     diff("GET", "a")
+
+
+def test_acl_pubsub_default(diff):
+    diff("CONFIG", "SET", "acl-pubsub-default", "allchannels")
+    try:
+        diff("ACL", "SETUSER", "pd", "(+get)")
+        diff("ACL", "SETUSER", "pd2", "&x", "reset")
+        diff("ACL", "LIST")
+    finally:
+        diff("CONFIG", "SET", "acl-pubsub-default", "resetchannels")
+    diff("ACL", "SETUSER", "pd3")
+    diff("ACL", "LIST")
