@@ -1,9 +1,13 @@
 """The permission check a restricted user's commands go through, and its replies."""
 from __future__ import annotations
 
+import time
+
 from pykv import errors
+from pykv.acl.log import Entry
 from pykv.acl.selector import DENIED_CHANNEL, DENIED_CMD, DENIED_KEY, OK
 from pykv.protocol import ErrorReply
+from pykv.server.client_info import client_info_line
 from pykv.server.keyspecs import find_keys
 
 
@@ -17,14 +21,30 @@ def acl_keys(cmd, argv: list) -> list:
     return find_keys(cmd, argv) or []
 
 
-def deny(user, cmd, argv: list) -> ErrorReply | None:
-    """The ``-NOPERM`` error for ``argv`` as ``user``, or None when it may run."""
-    code, _ = user.check(cmd, argv, acl_keys)
+_REASONS = {DENIED_CMD: "command", DENIED_KEY: "key", DENIED_CHANNEL: "channel"}
+
+
+def deny(user, client, cmd, argv: list) -> ErrorReply | None:
+    """The ``-NOPERM`` error for ``argv`` as ``user`` (logged in ACL LOG), or None when it
+    may run."""
+    code, idx = user.check(cmd, argv, acl_keys)
     if code == OK:
         return None
+    log_denial(client, _REASONS[code], cmd.fullname.encode() if code == DENIED_CMD
+               else argv[idx], user.name, cmd)
     if code == DENIED_CMD:
         return errors.noperm_command(cmd.fullname)
     return errors.NOPERM_KEY if code == DENIED_KEY else errors.NOPERM_CHANNEL
+
+
+def log_denial(client, reason: str, obj: bytes, username: bytes, cmd=None) -> None:
+    """An ACL LOG entry for ``client`` (pykv.acl.log)."""
+    acl = client.server.acl
+    if acl is None:
+        return
+    context = "multi" if client.multi is not None else "toplevel"
+    acl.log.add(Entry(reason, context, obj, username, int(time.time() * 1000),
+                      client_info_line(client, cmd)))
 
 
 def dryrun(user, cmd, argv: list) -> bytes | None:
@@ -37,4 +57,4 @@ def dryrun(user, cmd, argv: list) -> bytes | None:
     return errors.acl_dryrun_denied("key" if code == DENIED_KEY else "channel", argv[idx])
 
 
-__all__ = ["DENIED_CHANNEL", "acl_keys", "deny", "dryrun"]
+__all__ = ["acl_keys", "deny", "dryrun", "log_denial"]

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
+from pykv.acl.log import AclLog
 from pykv.acl.user import User
 
 ROOT_RULES = (b"on", b"nopass", b"~*", b"&*", b"+@all")
@@ -11,8 +13,10 @@ ROOT_RULES = (b"on", b"nopass", b"~*", b"&*", b"+@all")
 class Acl:
     """Users by name; ``default`` always exists and follows ``requirepass``."""
 
-    def __init__(self, pubsub_default: str = "resetchannels") -> None:
+    def __init__(self, pubsub_default: str = "resetchannels",
+                 log_max_len: Callable[[], int] = lambda: 128) -> None:
         self.users: dict[bytes, User] = {}
+        self.log = AclLog(log_max_len)
         self.pubsub_default = pubsub_default
         self.default = self.create(b"default")
         for rule in ROOT_RULES:

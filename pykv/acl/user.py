@@ -171,6 +171,6 @@ class User:
         return worst, worst_idx
 
 
-    def deny(self, cmd, argv: list):
+    def deny(self, client, cmd, argv: list):
         """The dispatcher's entry: the ``-NOPERM`` error, or None (pykv.acl.check)."""
-        return check.deny(self, cmd, argv)
+        return check.deny(self, client, cmd, argv)

@@ -6,6 +6,8 @@ permission check reads) in step with AUTH, HELLO AUTH, RESET and user changes.
 """
 from __future__ import annotations
 
+import time
+
 from pykv import errors
 from pykv.acl import Acl
 from pykv.acl.categories import ALL, CATEGORIES, MEMBERS
@@ -56,7 +58,7 @@ def install(server) -> Acl:
     """The server's users: ``default`` following ``requirepass``, then the config's
     ``user`` lines; CONFIG REWRITE writes them back."""
     config = server.config
-    acl = Acl(config.acl_pubsub_default)
+    acl = Acl(config.acl_pubsub_default, lambda: config.acllog_max_len)
     acl.set_requirepass(config.requirepass or "")
     for words in config.user_directives:
         name = words[0].encode("utf-8", "surrogateescape")
@@ -204,6 +206,20 @@ def acl_dryrun(c, argv):
         return errors.wrong_arity(cmd.fullname)
     denied = dryrun(user, cmd, args)
     return OK if denied is None else denied
+
+
+@command("acl|log")
+def acl_log(c, argv):
+    acl = c.server.acl
+    if len(argv) > 3:
+        return errors.subcommand_syntax(argv[1], argv[0])
+    count = 10
+    if len(argv) == 3:
+        if argv[2].lower() == b"reset":
+            acl.log.reset()
+            return OK
+        count = parse_int(argv[2])
+    return acl.log.reply(count, int(time.time() * 1000))
 
 
 @command("acl|help")

@@ -8,6 +8,7 @@ per-client state elsewhere (transactions, pub/sub, tracking) drop it through
 from __future__ import annotations
 
 from pykv import errors
+from pykv.acl.check import log_denial
 from pykv.commands.acl import login
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
@@ -43,7 +44,7 @@ def select(c, argv):
     return OK
 
 
-def _authenticate(c, username: bytes, password: bytes) -> ErrorReply | None:
+def _authenticate(c, username: bytes, password: bytes, name: bytes) -> ErrorReply | None:
     """Log the connection in as ``username`` (the ACL users), or the WRONGPASS error."""
     acl = c.server.acl
     if acl is None:  # a server without the ACL family: only requirepass
@@ -55,6 +56,7 @@ def _authenticate(c, username: bytes, password: bytes) -> ErrorReply | None:
         return None
     user = acl.authenticate(username, password)
     if user is None:
+        log_denial(c, "auth", name, username, c.server.commands.get(name.lower()))
         return errors.WRONGPASS
     login(c, user)
     return None
@@ -71,7 +73,7 @@ def auth(c, argv):
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    err = _authenticate(c, username, password)
+    err = _authenticate(c, username, password, argv[0])
     if err is not None:
         return err
     return OK
@@ -115,7 +117,7 @@ def hello(c, argv):
         else:
             return ErrorReply(b"ERR Syntax error in HELLO option '" + argv[i] + b"'")
     if auth_args is not None:
-        err = _authenticate(c, *auth_args)
+        err = _authenticate(c, *auth_args, argv[0])
         if err is not None:
             return err
     if not c.authenticated:

@@ -330,7 +330,7 @@ cdef class ClientCore:
             self.reject(errors.NOAUTH, cmd)
             return
         if self.acl_restricted:
-            err = self.acl_user.deny(cmd, argv)
+            err = self.acl_user.deny(self, cmd, argv)
             if err is not None:
                 self.reject(err, cmd)
                 return

@@ -299,3 +299,38 @@ def test_acl_pubsub_default(diff):
         diff("CONFIG", "SET", "acl-pubsub-default", "resetchannels")
     diff("ACL", "SETUSER", "pd3")
     diff("ACL", "LIST")
+
+
+def _log_normalised(raw: bytes) -> bytes:
+    """ACL LOG without what differs by nature (ages, client ids and addresses), keeping
+    each entry's client-info ``user=`` and ``cmd=``."""
+    raw = re.sub(rb"age-seconds\r\n(?:\$\d+\r\n[^\r]*|,[^\r]*)\r\n", b"age-seconds\r\nAGE\r\n",
+                 raw)
+
+    def info(m: re.Match) -> bytes:
+        fields = dict(f.split(b"=", 1) for f in m.group(1).split(b" ") if b"=" in f)
+        return b"client-info\r\nuser=%s cmd=%s\r\n" % (fields[b"user"], fields[b"cmd"])
+    return re.sub(rb"client-info\r\n\$\d+\r\n([^\r]*)\r\n", info, raw)
+
+
+def test_acl_log(diff, diff3, real_redis, pykv_proc):
+    diff("ACL", "LOG", "RESET")
+    diff("ACL", "SETUSER", "lg", "on", "nopass", "~k", "&c", "+get", "+multi", "+publish")
+    d = _pair_as(real_redis, pykv_proc, "lg", "x")
+    for cmd in (["GET", "a"], ["SET", "a", "1"], ["GET", "a"], ["PUBLISH", "d", "m"],
+                ["AUTH", "nosuch", "p"], ["auth", "lg2", "p"], ["HELLO", "2", "AUTH", "x", "y"],
+                ["MULTI"], ["GET", "b"], ["SET", "b", "1"]):
+        d(*cmd)
+    for args in ((), ("2",), ("0",), ("-1",), ("x",), ("1", "2")):
+        for dd in (diff, diff3):
+            real, ours = dd.both("ACL", "LOG", *args)
+            assert _log_normalised(ours) == _log_normalised(real), (args, real, ours)
+    diff("CONFIG", "SET", "acllog-max-len", "2")
+    try:
+        d("GET", "c")
+        real, ours = diff.both("ACL", "LOG")
+        assert _log_normalised(ours) == _log_normalised(real)
+    finally:
+        diff("CONFIG", "SET", "acllog-max-len", "128")
+    diff("ACL", "LOG", "RESET")
+    diff("ACL", "LOG")
