@@ -202,3 +202,13 @@ def acl_no_user(name: bytes) -> ErrorReply:
 
 def acl_no_command(name: bytes) -> ErrorReply:
     return ErrorReply(b"ERR Command '" + name + b"' not found")
+
+
+# what a script's redis.call() gets for a command its caller's user may not run
+ACL_SCRIPT_DENIED = {
+    "command": b"ERR The user executing the script can't run this command or subcommand",
+    "key": b"ERR The user executing the script can't access at least one of the keys mentioned "
+           b"in the command arguments",
+    "channel": b"ERR The user executing the script can't publish to the channel mentioned in "
+               b"the command",
+}

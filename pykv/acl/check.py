@@ -37,12 +37,26 @@ def deny(user, client, cmd, argv: list) -> ErrorReply | None:
     return errors.NOPERM_KEY if code == DENIED_KEY else errors.NOPERM_CHANNEL
 
 
-def log_denial(client, reason: str, obj: bytes, username: bytes, cmd=None) -> None:
+def deny_in_script(user, caller, cmd, argv: list, running: bytes) -> bytes | None:
+    """The error a script's ``redis.call`` gets when ``caller``'s user may not run it
+    (logged with context ``lua``; ``running`` is EVAL's or FCALL's name), or None."""
+    code, idx = user.check(cmd, argv, acl_keys)
+    if code == OK:
+        return None
+    reason = _REASONS[code]
+    log_denial(caller, reason, cmd.fullname.encode() if code == DENIED_CMD else argv[idx],
+               user.name, caller.server.commands.get(running), context="lua")
+    return errors.ACL_SCRIPT_DENIED[reason]
+
+
+def log_denial(client, reason: str, obj: bytes, username: bytes, cmd=None,
+               context: str | None = None) -> None:
     """An ACL LOG entry for ``client`` (pykv.acl.log)."""
     acl = client.server.acl
     if acl is None:
         return
-    context = "multi" if client.multi is not None else "toplevel"
+    if context is None:
+        context = "multi" if client.multi is not None else "toplevel"
     acl.log.add(Entry(reason, context, obj, username, int(time.time() * 1000),
                       client_info_line(client, cmd)))
 
@@ -57,4 +71,4 @@ def dryrun(user, cmd, argv: list) -> bytes | None:
     return errors.acl_dryrun_denied("key" if code == DENIED_KEY else "channel", argv[idx])
 
 
-__all__ = ["acl_keys", "deny", "dryrun", "log_denial"]
+__all__ = ["acl_keys", "deny", "deny_in_script", "dryrun", "log_denial"]

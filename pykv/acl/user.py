@@ -174,3 +174,7 @@ class User:
     def deny(self, client, cmd, argv: list):
         """The dispatcher's entry: the ``-NOPERM`` error, or None (pykv.acl.check)."""
         return check.deny(self, client, cmd, argv)
+
+    def deny_in_script(self, caller, cmd, argv: list, running: bytes):
+        """The scripting engine's entry: the error for ``redis.call``, or None."""
+        return check.deny_in_script(self, caller, cmd, argv, running)

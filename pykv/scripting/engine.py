@@ -326,6 +326,11 @@ class Engine:
             return TAG_ERROR, _ERR_ARITY
         if cmd.noscript and not self.client.server.script_disable_deny_script:
             return TAG_ERROR, _ERR_NOSCRIPT
+        caller = ctx.caller  # commands run as the caller's ACL user (pykv.acl)
+        if caller is not None and caller.acl_restricted:
+            denied = caller.acl_user.deny_in_script(caller, cmd, argv, ctx.command)
+            if denied is not None:
+                return TAG_ERROR, denied
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO

@@ -334,3 +334,16 @@ def test_acl_log(diff, diff3, real_redis, pykv_proc):
         diff("CONFIG", "SET", "acllog-max-len", "128")
     diff("ACL", "LOG", "RESET")
     diff("ACL", "LOG")
+
+
+def test_scripts_run_as_the_callers_user(diff, real_redis, pykv_proc):
+    diff("ACL", "LOG", "RESET")
+    diff("ACL", "SETUSER", "sc", "on", "nopass", "~k*", "&c", "+eval", "+get", "+publish")
+    d = _pair_as(real_redis, pykv_proc, "sc", "x")
+    for body in ("return redis.call('set','k1','v')", "return redis.call('get','x')",
+                 "return redis.pcall('get','x')", "return redis.call('get','k1')",
+                 "return redis.pcall('publish','d','m')", "return redis.pcall('publish','c','m')",
+                 "return redis.pcall('mget','k1','x')"):
+        d("EVAL", body, "0")
+    real, ours = diff.both("ACL", "LOG")
+    assert _log_normalised(ours) == _log_normalised(real), (real, ours)
