@@ -6,6 +6,7 @@ permission check reads) in step with AUTH, HELLO AUTH, RESET and user changes.
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 from pykv import errors
@@ -19,6 +20,7 @@ from pykv.commands.args import parse_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
 from pykv.protocol import OK, RespSet
+from pykv.util.glob import stringmatch
 
 HELP = [
     "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -104,10 +106,37 @@ def acl_setuser(c, argv):
             temp.apply(rule)
         except RuleError as exc:
             return errors.acl_setuser_error(rule, exc.args[0])
+    if existing is not None:
+        _kill_revoked_subscribers(c, temp, existing)
     user = existing if existing is not None else acl.create(name)
     user.assign(temp)
     _refresh(c.server, user)
     return OK
+
+
+def _disconnect(c, client) -> None:
+    if client is c:
+        c.closing = True  # after this reply
+    else:
+        client.close_now()
+
+
+def _kill_revoked_subscribers(c, new, original) -> None:
+    """Redis's ACLKillPubsubClientsIfNeeded: the user's subscribers holding a channel or
+    pattern the new rules no longer allow are disconnected."""
+    if any(s.allchannels for s in new.selectors):
+        return
+    upcoming = [ch for s in new.selectors for ch in s.channels]
+    if not any(s.allchannels for s in original.selectors) and all(
+            ch in upcoming for s in original.selectors for ch in s.channels):
+        return
+    for client in list(c.server.clients.values()):
+        if client.acl_user is not original:
+            continue
+        if any(p not in upcoming for p in client.patterns) or any(
+                not any(stringmatch(p, ch) for p in upcoming)
+                for ch in itertools.chain(client.channels, client.shard_channels)):
+            _disconnect(c, client)
 
 
 def _selector_reply(s) -> list:
@@ -146,10 +175,7 @@ def acl_deluser(c, argv):
         deleted += 1
         for client in list(c.server.clients.values()):
             if client.acl_user is user:
-                if client is c:
-                    c.closing = True  # after this reply
-                else:
-                    client.close_now()
+                _disconnect(c, client)
     return deleted
 
 

@@ -347,3 +347,23 @@ def test_scripts_run_as_the_callers_user(diff, real_redis, pykv_proc):
         d("EVAL", body, "0")
     real, ours = diff.both("ACL", "LOG")
     assert _log_normalised(ours) == _log_normalised(real), (real, ours)
+
+
+@pytest.mark.parametrize("rules, sub, change", [
+    (["&*"], ["SUBSCRIBE", "x"], ["resetchannels"]),
+    (["&x", "&y"], ["SUBSCRIBE", "x"], ["resetchannels", "&y"]),
+    (["&x", "&y"], ["SUBSCRIBE", "y"], ["resetchannels", "&y"]),
+    (["&x*"], ["PSUBSCRIBE", "x*"], ["resetchannels", "&x*", "&z"]),
+    (["&x*"], ["PSUBSCRIBE", "x*"], ["resetchannels", "&x"]),
+    (["&x*"], ["SUBSCRIBE", "xa"], ["resetchannels", "&xa"]),
+    (["&x"], ["SUBSCRIBE", "x"], ["(&x)"]),
+    (["&x"], ["SUBSCRIBE", "x"], ["resetchannels", "(&x)"]),
+    (["&x"], ["SUBSCRIBE", "x"], ["resetchannels", "-@all"]),
+])
+def test_revoked_channels_disconnect_subscribers(diff, real_redis, pykv_proc, rules, sub,
+                                                 change):
+    diff("ACL", "SETUSER", "ps", "on", ">pw", "+@all", *rules)
+    d = _pair_as(real_redis, pykv_proc, "ps", "pw")
+    d(*sub)
+    diff("ACL", "SETUSER", "ps", *change)
+    d.until_closed(b"PING\r\nQUIT\r\n")  # killed: nothing; kept: the PONG and the OK
