@@ -212,3 +212,14 @@ ACL_SCRIPT_DENIED = {
     "channel": b"ERR The user executing the script can't publish to the channel mentioned in "
                b"the command",
 }
+
+# EXEC re-checks its queued commands (the rules may have changed since they were queued)
+ACL_EXEC_DENIED = {
+    reason: ErrorReply(
+        b"NOPERM ACLs rules changed between the moment the transaction was accumulated and "
+        b"the EXEC call. This command is no longer allowed for the following reason: " + why)
+    for reason, why in (("command", b"no permission to execute the command or subcommand"),
+                        ("key", b"no permission to touch the specified keys"),
+                        ("channel", b"no permission to access one of the channels used as "
+                                    b"arguments"))
+}

@@ -49,6 +49,18 @@ def deny_in_script(user, caller, cmd, argv: list, running: bytes) -> bytes | Non
     return errors.ACL_SCRIPT_DENIED[reason]
 
 
+def deny_in_exec(user, client, cmd, argv: list, exec_cmd) -> ErrorReply | None:
+    """The error EXEC answers for a queued command the user may no longer run (logged
+    with context ``multi``), or None."""
+    code, idx = user.check(cmd, argv, acl_keys)
+    if code == OK:
+        return None
+    reason = _REASONS[code]
+    log_denial(client, reason, cmd.fullname.encode() if code == DENIED_CMD else argv[idx],
+               user.name, exec_cmd, context="multi")
+    return errors.ACL_EXEC_DENIED[reason]
+
+
 def log_denial(client, reason: str, obj: bytes, username: bytes, cmd=None,
                context: str | None = None) -> None:
     """An ACL LOG entry for ``client`` (pykv.acl.log)."""
@@ -71,4 +83,4 @@ def dryrun(user, cmd, argv: list) -> bytes | None:
     return errors.acl_dryrun_denied("key" if code == DENIED_KEY else "channel", argv[idx])
 
 
-__all__ = ["acl_keys", "deny", "deny_in_script", "dryrun", "log_denial"]
+__all__ = ["acl_keys", "deny", "deny_in_exec", "deny_in_script", "dryrun", "log_denial"]

@@ -178,3 +178,7 @@ class User:
     def deny_in_script(self, caller, cmd, argv: list, running: bytes):
         """The scripting engine's entry: the error for ``redis.call``, or None."""
         return check.deny_in_script(self, caller, cmd, argv, running)
+
+    def deny_in_exec(self, client, cmd, argv: list, exec_cmd):
+        """EXEC's entry for each queued command: its error, or None."""
+        return check.deny_in_exec(self, client, cmd, argv, exec_cmd)

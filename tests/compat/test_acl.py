@@ -367,3 +367,19 @@ def test_revoked_channels_disconnect_subscribers(diff, real_redis, pykv_proc, ru
     d(*sub)
     diff("ACL", "SETUSER", "ps", *change)
     d.until_closed(b"PING\r\nQUIT\r\n")  # killed: nothing; kept: the PONG and the OK
+
+
+def test_exec_rechecks_queued_commands(diff, real_redis, pykv_proc):
+    diff("ACL", "LOG", "RESET")
+    diff("ACL", "SETUSER", "ex", "on", "nopass", "~*", "&*", "+multi", "+exec", "+get", "+set",
+         "+publish")
+    d = _pair_as(real_redis, pykv_proc, "ex", "x")
+    d("MULTI")
+    for cmd in (["SET", "a", "1"], ["GET", "a"], ["SET", "b", "1"], ["PUBLISH", "ch", "m"],
+                ["GET", "b"]):
+        d(*cmd)
+    diff("ACL", "SETUSER", "ex", "resetkeys", "%R~a", "-get", "+get", "resetchannels", "-set",
+         "+set")
+    d("EXEC")
+    real, ours = diff.both("ACL", "LOG")
+    assert _log_normalised(ours) == _log_normalised(real), (real, ours)
