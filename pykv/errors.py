@@ -223,3 +223,45 @@ ACL_EXEC_DENIED = {
                         ("channel", b"no permission to access one of the channels used as "
                                     b"arguments"))
 }
+
+ACL_NO_FILE = ErrorReply(
+    b"ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    b"users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    b"Redis configuration file set) in order to store users in the Redis configuration.")
+ACL_SAVE_FAILED = ErrorReply(
+    b"ERR There was an error trying to save the ACLs. Please check the server logs for more "
+    b"information")
+ACL_FILE_AND_USERS = (
+    "Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
+    "path is invalid. This setup is very likely to lead to configuration errors and security "
+    "holes, please define either an ACL file or declare users directly in your redis.conf, "
+    "but not both.")
+
+
+def acl_file_unreadable(path: str, reason: str) -> str:
+    return f"Error loading ACLs, opening file '{path}': {reason}"
+
+
+# ACL LOAD's error text: one fragment per problem, then ACL_LOAD_NO_CHANGE
+ACL_LOAD_NO_CHANGE = ("WARNING: ACL errors detected, no change to the previously active ACL "
+                      "rules was performed")
+
+
+def acl_load_not_user(filename: str, linenum: int) -> str:
+    return f"{filename}:{linenum} should start with user keyword followed by the username. "
+
+
+def acl_load_duplicate(name: str, linenum: int) -> str:
+    return f"WARNING: Duplicate user '{name}' found on line {linenum}. "
+
+
+def acl_load_unmatched_paren(filename: str, linenum: int) -> str:
+    return f"{filename}:{linenum}: Unmatched parenthesis in selector definition."
+
+
+def acl_load_unknown(filename: str, linenum: int, rule: str, reason: str) -> str:
+    return f"{filename}:{linenum}: Error in applying operation '{rule}': {reason}. "
+
+
+def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
+    return f"{filename}:{linenum}: {reason}. "

@@ -7,10 +7,11 @@ permission check reads) in step with AUTH, HELLO AUTH, RESET and user changes.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 
 from pykv import errors
-from pykv.acl import Acl
+from pykv.acl import Acl, aclfile
 from pykv.acl.categories import ALL, CATEGORIES, MEMBERS
 from pykv.acl.check import dryrun
 from pykv.acl.registry import genpass
@@ -19,8 +20,10 @@ from pykv.acl.user import merge_selector_args
 from pykv.commands.args import parse_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
-from pykv.protocol import OK, RespSet
+from pykv.protocol import OK, ErrorReply, RespSet
 from pykv.util.glob import stringmatch
+
+log = logging.getLogger("pykv")
 
 HELP = [
     "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -62,17 +65,54 @@ def install(server) -> Acl:
     config = server.config
     acl = Acl(config.acl_pubsub_default, lambda: config.acllog_max_len)
     acl.set_requirepass(config.requirepass or "")
+    if config.aclfile and config.user_directives:
+        log.warning("%s", errors.ACL_FILE_AND_USERS)
+        raise SystemExit(1)
     for words in config.user_directives:
         name = words[0].encode("utf-8", "surrogateescape")
         user = acl.get(name) or acl.create(name)
         for rule in words[1:]:
-            user.apply(rule.encode("utf-8", "surrogateescape"))
+            try:
+                user.apply(rule.encode("utf-8", "surrogateescape"))
+            except RuleError as exc:
+                log.warning("Error loading ACL rule '%s' for the user named '%s': %s",
+                            rule, words[0], exc.args[0])
+                log.warning("Critical error while loading ACLs. Exiting.")
+                raise SystemExit(1) from None
+    if config.aclfile:
+        err = _load_file(server, acl, None)
+        if err is not None:
+            log.warning("Aborting Redis startup because of ACL errors: %s", err)
+            raise SystemExit(1)
     config.on_change("requirepass", lambda value: acl.set_requirepass(value or ""))
     config.on_change("acl-pubsub-default", lambda value: setattr(acl, "pubsub_default", value))
     config.describe_users = lambda: [
         "user " + u.name.decode("utf-8", "surrogateescape") + " " + u.describe()
         for u in acl.sorted_users()]
     return acl
+
+
+def _load_file(server, acl: Acl, current) -> str | None:
+    """ACL LOAD: the users of ``aclfile`` replace all; clients of the old users (but the
+    default one) are disconnected. The error text, or None."""
+    path = server.config.aclfile
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except OSError as exc:
+        return errors.acl_file_unreadable(path, exc.strerror or str(exc))
+    users, err = aclfile.parse(acl, text, path)
+    if users is None:
+        return err
+    gone = aclfile.install_users(acl, users)
+    _refresh(server, acl.default)
+    for client in list(server.clients.values()):
+        if any(client.acl_user is u for u in gone):
+            if current is None:
+                client.close_now()
+            else:
+                _disconnect(current, client)
+    return None
 
 
 def login(c, user) -> None:
@@ -246,6 +286,27 @@ def acl_log(c, argv):
             return OK
         count = parse_int(argv[2])
     return acl.log.reply(count, int(time.time() * 1000))
+
+
+@command("acl|load")
+def acl_load(c, argv):
+    if not c.server.config.aclfile:
+        return errors.ACL_NO_FILE
+    err = _load_file(c.server, c.server.acl, c)
+    return OK if err is None else ErrorReply(b"ERR " + err.encode("utf-8", "surrogateescape"))
+
+
+@command("acl|save")
+def acl_save(c, argv):
+    path = c.server.config.aclfile
+    if not path:
+        return errors.ACL_NO_FILE
+    try:
+        aclfile.save(c.server.acl, path)
+    except OSError as exc:
+        log.warning("Writing ACL file for ACL SAVE: %s", exc.strerror or exc)
+        return errors.ACL_SAVE_FAILED
+    return OK
 
 
 @command("acl|help")
