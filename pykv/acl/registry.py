@@ -33,6 +33,10 @@ class Acl:
     def get(self, name: bytes) -> User | None:
         return self.users.get(name)
 
+    def get_user(self, name: str) -> User | None:
+        """By name as text (CLIENT KILL USER's lookup)."""
+        return self.users.get(name.encode("utf-8", "surrogateescape"))
+
     def authenticate(self, name: bytes, password: bytes) -> User | None:
         """The user if ``password`` opens it (it exists and is on), else None."""
         user = self.users.get(name)

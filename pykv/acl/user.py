@@ -171,6 +171,10 @@ class User:
         return worst, worst_idx
 
 
+    def may_run(self, cmd, argv: list) -> bool:
+        """Whether ``argv`` is allowed, nothing logged (redis.acl_check_cmd)."""
+        return self.check(cmd, argv, check.acl_keys)[0] == OK
+
     def deny(self, client, cmd, argv: list):
         """The dispatcher's entry: the ``-NOPERM`` error, or None (pykv.acl.check)."""
         return check.deny(self, client, cmd, argv)

@@ -86,7 +86,8 @@ def install(server) -> Acl:
             raise SystemExit(1)
     config.on_change("requirepass", lambda value: acl.set_requirepass(value or ""))
     config.on_change("acl-pubsub-default", lambda value: setattr(acl, "pubsub_default", value))
-    config.describe_users = lambda: [
+    # with an aclfile the users live there, and CONFIG REWRITE writes none (as Redis)
+    config.describe_users = lambda: [] if config.aclfile else [
         "user " + u.name.decode("utf-8", "surrogateescape") + " " + u.describe()
         for u in acl.sorted_users()]
     return acl

@@ -114,6 +114,7 @@ class _Host:
         self.sha1hex = lambda data: hashlib.sha1(data).hexdigest().encode()
         self.setresp = engine._lua_setresp
         self.set_repl = engine._lua_set_repl
+        self.acl_check_cmd = engine._lua_acl_check_cmd
         self.hook = engine._lua_hook
         self.classify = _classify
         version = engine.server.version
@@ -264,6 +265,24 @@ class Engine:
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
         raise CommandError(value.decode("utf-8", "surrogateescape"))
+
+    def _lua_acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd(): may the script's caller run this command line?"""
+        argv = self._argv(args)
+        if type(argv) is not list:
+            raise CommandError(argv.decode())
+        cmd = self.server.commands.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands:
+            if len(argv) > 1:
+                cmd = cmd.subcommands.get(argv[1].lower())
+        elif cmd is not None and cmd.handler is None:
+            cmd = None
+        if cmd is None:
+            raise CommandError("ERR Invalid command passed to redis.acl_check_cmd()")
+        caller = self.ctx.caller if self.ctx is not None else None
+        if caller is None or not caller.acl_restricted:
+            return True
+        return caller.acl_user.may_run(cmd, argv)
 
     def _lua_call_protected(self, *args: Any) -> Any:
         tag, value = self._lua_call(args)

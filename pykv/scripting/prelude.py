@@ -125,6 +125,7 @@ redis.log = host.log
 -- error positions need. It checks the argument and tells us through set_resp below.
 redis.setresp = host.setresp
 redis.set_repl = host.set_repl
+redis.acl_check_cmd = host.acl_check_cmd
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end

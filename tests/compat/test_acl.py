@@ -383,3 +383,23 @@ def test_exec_rechecks_queued_commands(diff, real_redis, pykv_proc):
     d("EXEC")
     real, ours = diff.both("ACL", "LOG")
     assert _log_normalised(ours) == _log_normalised(real), (real, ours)
+
+
+def test_client_kill_user(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "kk", "on", ">pw", "+@all", "~*")
+    d = _pair_as(real_redis, pykv_proc, "kk", "pw")
+    diff("CLIENT", "KILL", "USER", "nosuch")
+    diff("CLIENT", "KILL", "USER", "kk")
+    d.until_closed(b"PING\r\n")
+
+
+@pytest.mark.parametrize("args", [
+    "'get','k1'", "'get','x'", "'set','k1','v'", "'get'", "", "'nosuch'", "1", "{}",
+    "'config','get','x'", "'config'", "'config','nosub'", "'publish','c','m'",
+    "'publish','d','m'",
+])
+def test_lua_acl_check_cmd(diff, real_redis, pykv_proc, args):
+    diff("EVAL", f"return redis.acl_check_cmd({args})", "0")
+    diff("ACL", "SETUSER", "lc", "on", "nopass", "~k*", "&c", "+eval", "+get", "+publish")
+    d = _pair_as(real_redis, pykv_proc, "lc", "x")
+    d("EVAL", f"return redis.acl_check_cmd({args})", "0")
