@@ -131,8 +131,21 @@ def _refresh(server, user) -> None:
             client.acl_restricted = restricted
 
 
+REDACTED = b"(redacted)"
+
+
+def redact(argv: list, start: int, end: int | None = None) -> None:
+    """Hide arguments (passwords) from SLOWLOG and MONITOR, as Redis's
+    redactClientCommandArgument: the dispatcher logs this same list after the call."""
+    end = len(argv) if end is None else end
+    argv[start:end] = [REDACTED] * (end - start)
+
+
 @command("acl|setuser")
 def acl_setuser(c, argv):
+    args = argv[2:]
+    redact(argv, 2)
+    argv = argv[:2] + args
     name = argv[2]
     if b" " in name or b"\0" in name:
         return errors.ACL_BAD_USERNAME

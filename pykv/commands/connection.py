@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pykv import errors
 from pykv.acl.check import log_denial
-from pykv.commands.acl import login
+from pykv.commands.acl import login, redact
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, PONG, ErrorReply, SimpleString
@@ -66,14 +66,17 @@ def _authenticate(c, username: bytes, password: bytes, name: bytes) -> ErrorRepl
 def auth(c, argv):
     if len(argv) > 3:
         return errors.SYNTAX
+    name = argv[0]
+    if len(argv) == 2:
+        username, password = b"default", argv[1]
+    else:
+        username, password = argv[1], argv[2]
+    redact(argv, 1)
     if len(argv) == 2:
         acl = c.server.acl
         if (acl.default.nopass if acl is not None else not c.server.config.requirepass):
             return errors.AUTH_NOT_CONFIGURED
-        username, password = b"default", argv[1]
-    else:
-        username, password = argv[1], argv[2]
-    err = _authenticate(c, username, password, argv[0])
+    err = _authenticate(c, username, password, name)
     if err is not None:
         return err
     return OK
@@ -110,6 +113,7 @@ def hello(c, argv):
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
             auth_args = (argv[i + 1], argv[i + 2])
+            redact(argv, i + 1, i + 3)
             i += 3
         elif opt == b"setname" and more >= 1:
             setname = argv[i + 1]

@@ -403,3 +403,27 @@ def test_lua_acl_check_cmd(diff, real_redis, pykv_proc, args):
     diff("ACL", "SETUSER", "lc", "on", "nopass", "~k*", "&c", "+eval", "+get", "+publish")
     d = _pair_as(real_redis, pykv_proc, "lc", "x")
     d("EVAL", f"return redis.acl_check_cmd({args})", "0")
+
+
+def test_passwords_redacted_in_slowlog(diff, real_redis, pykv_proc):
+    import redis
+
+    diff("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    try:
+        diff("SLOWLOG", "RESET")
+        diff("ACL", "SETUSER", "rd", "on", ">secret", "+@all", "~*")
+        diff("AUTH", "rd", "wrong")
+        diff("AUTH", "only-a-password")
+        diff.both("HELLO", "2", "AUTH", "rd", "secret", "SETNAME", "n")
+        diff("AUTH", "a", "b", "c")
+        logs = []
+        for port in (real_redis.port, pykv_proc.port):
+            r = redis.Redis(port=port)
+            logs.append([e["command"] for e in reversed(r.slowlog_get(10))
+                         if e["command"].split(b" ")[0] in (b"ACL", b"AUTH", b"HELLO")
+                         and e["command"] != b"HELLO 3"])  # redis-py's own HELLO
+            r.close()
+        assert logs[1] == logs[0]
+        assert b"secret" not in b" ".join(logs[1])
+    finally:
+        diff("CONFIG", "SET", "slowlog-log-slower-than", "10000")
