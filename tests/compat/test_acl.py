@@ -427,3 +427,24 @@ def test_passwords_redacted_in_slowlog(diff, real_redis, pykv_proc):
         assert b"secret" not in b" ".join(logs[1])
     finally:
         diff("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+
+
+def test_user_with_nothing_allowed(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "none", "on", ">pw", "-@all", "resetkeys", "resetchannels")
+    d = _pair_as(real_redis, pykv_proc, "none", "pw")
+    for cmd in (["PING"], ["GET", "a"], ["AUTH", "none", "bad"], ["ACL", "WHOAMI"],
+                ["SUBSCRIBE", "x"], ["MULTI"], ["EXEC"]):
+        d(*cmd)
+    d.until_closed(b"RESET\r\nQUIT\r\n")
+
+
+def test_default_user_off(diff, real_redis, pykv_proc):
+    diff("ACL", "SETUSER", "default", "off")
+    try:
+        d = Diff(RawClient(port=real_redis.port), RawClient(port=pykv_proc.port))
+        d("PING")
+        d("AUTH", "x")
+        d("HELLO", "3")
+    finally:
+        diff("ACL", "SETUSER", "default", "on")
+    diff("PING")
