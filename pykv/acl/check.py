@@ -10,13 +10,18 @@ from pykv.protocol import ErrorReply
 from pykv.server.client_info import client_info_line
 from pykv.server.keyspecs import find_keys
 
+_KEYLESS: dict[str, bool] = {}  # fullname -> no keys to check (none, or only not-key specs)
+
 
 def acl_keys(cmd, argv: list) -> list:
     """The command's keys with their flags, not counting not-key specs (shard channels)."""
-    specs = cmd.key_specs
-    if specs and all("not_key" in s.get("flags", ()) for s in specs):
-        return []
-    if not specs and cmd.get_keys is None:
+    keyless = _KEYLESS.get(cmd.fullname)
+    if keyless is None:
+        specs = cmd.key_specs
+        keyless = _KEYLESS[cmd.fullname] = (
+            (not specs and cmd.get_keys is None)
+            or bool(specs) and all("not_key" in s.get("flags", ()) for s in specs))
+    if keyless:
         return []
     return find_keys(cmd, argv) or []
 

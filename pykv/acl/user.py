@@ -154,6 +154,8 @@ class User:
         """Redis's ACLCheckAllUserCommandPerm: OK if one selector allows it all, else the
         most relevant denial (a command beats nothing, a key or channel beats a command,
         the latest argument wins among equals)."""
+        if len(self.selectors) == 1:
+            return self.root.check(cmd, argv, lambda: find_keys(cmd, argv))
         cache: list = []
 
         def keys():
