@@ -11,19 +11,37 @@ from pykv.server.client_info import client_info_line
 from pykv.server.keyspecs import find_keys
 
 _KEYLESS: dict[str, bool] = {}  # fullname -> no keys to check (none, or only not-key specs)
+# fullname -> whether its keys' places and flags follow from the argument count alone
+_BY_ARGC: dict[str, bool] = {}
+_POSITIONS: dict[tuple[str, int], list] = {}  # (fullname, argc) -> find_keys' answer
+
+
+def _fixed_by_argc(cmd) -> bool:
+    return not cmd.movablekeys and cmd.get_keys is None and all(
+        s["begin_search"]["type"] == "index" and s["find_keys"]["type"] == "range"
+        and "variable_flags" not in s.get("flags", ()) for s in cmd.key_specs)
 
 
 def acl_keys(cmd, argv: list) -> list:
     """The command's keys with their flags, not counting not-key specs (shard channels)."""
-    keyless = _KEYLESS.get(cmd.fullname)
+    name = cmd.fullname
+    keyless = _KEYLESS.get(name)
     if keyless is None:
         specs = cmd.key_specs
-        keyless = _KEYLESS[cmd.fullname] = (
+        keyless = _KEYLESS[name] = (
             (not specs and cmd.get_keys is None)
             or bool(specs) and all("not_key" in s.get("flags", ()) for s in specs))
+        _BY_ARGC[name] = _fixed_by_argc(cmd)
     if keyless:
         return []
-    return find_keys(cmd, argv) or []
+    if not _BY_ARGC[name]:
+        return find_keys(cmd, argv) or []
+    found = _POSITIONS.get((name, len(argv)))
+    if found is None:
+        found = find_keys(cmd, argv) or []
+        if len(_POSITIONS) < 4096:
+            _POSITIONS[(name, len(argv))] = found
+    return found
 
 
 _REASONS = {DENIED_CMD: "command", DENIED_KEY: "key", DENIED_CHANNEL: "channel"}

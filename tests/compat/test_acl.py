@@ -243,7 +243,10 @@ def test_command_and_key_permissions(diff, real_redis, pykv_proc):
                 ["SELECT", "1"], ["CLIENT", "GETNAME"], ["CLIENT", "LIST"], ["FLUSHALL"],
                 ["KEYS", "*"], ["PING"], ["AUTH", "p", "bad"], ["LPUSH", "w9", "a"],
                 ["LMOVE", "k1", "w1", "LEFT", "RIGHT"], ["SORT", "k9"], ["EXISTS", "x", "k1"],
-                ["ACL", "WHOAMI"], ["ECHO", "x"]):
+                ["ACL", "WHOAMI"], ["ECHO", "x"], ["SET", "w1", "v", "GET"],
+                ["SET", "w1", "v", "NX"], ["SET", "k1", "v", "GET"], ["MGET", "r1"],
+                ["MGET", "r1", "r2", "w1"], ["MGET", "r1", "r2"], ["BITFIELD", "r1", "GET", "u8", "0"],
+                ["BITFIELD", "r1", "SET", "u8", "0", "1"], ["SORT", "r1", "STORE", "w5"]):
         d(*cmd)
 
 
