@@ -10,13 +10,14 @@ parameter — and this module fills it:
 * the function libraries (``pykv.scripting.functions``) become ``server.functions`` and give
   the RDB saver/loader their hooks;
 * INFO's instantaneous-metrics sampler runs from the cron; MONITOR's line format and the
-  start-up memory figure (``used_memory_startup``) come from their families.
+  start-up memory figure (``used_memory_startup``) come from their families, and so does the
+  shebang parser CLIENT PAUSE uses to let ``no-writes`` scripts through.
 
 ``pykv.main`` (the ``pykv-server`` command line) and the tests build servers here.
 """
 from __future__ import annotations
 
-from pykv.commands import acl, info, load_all_commands, memory_cmd, monitor
+from pykv.commands import acl, info, load_all_commands, memory_cmd, monitor, scripting
 from pykv.config import Config
 from pykv.scripting import functions
 from pykv.server.command_table import TABLE, CommandTable
@@ -41,5 +42,6 @@ def build_server(config: Config | None = None) -> Server:
     server.functions = functions.install(server)
     server.info_sampler = info.install(server)
     server.format_monitor_line = monitor.format_monitor_line
+    server.parse_shebang = scripting.parse_shebang
     server.startup_hooks.append(lambda: memory_cmd.record_startup(server))
     return server

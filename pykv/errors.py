@@ -17,6 +17,8 @@ INCR_NAN_OR_INF = ErrorReply(b"ERR increment would produce NaN or Infinity")
 WRONGTYPE = ErrorReply(b"WRONGTYPE Operation against a key holding the wrong kind of value")
 NO_SUCH_KEY = ErrorReply(b"ERR no such key")
 DB_INDEX_OUT_OF_RANGE = ErrorReply(b"ERR DB index is out of range")
+INVALID_FIRST_DB_INDEX = ErrorReply(b"ERR invalid first DB index")
+INVALID_SECOND_DB_INDEX = ErrorReply(b"ERR invalid second DB index")
 INVALID_DB_INDEX = ErrorReply(b"ERR invalid DB index")
 SAME_OBJECT = ErrorReply(b"ERR source and destination objects are the same")
 STRING_TOO_LONG = ErrorReply(b"ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -157,6 +159,11 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
+
+
+# -- DUMP / RESTORE -----------------------------------------------------------------------------
+BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")
 
 
 # -- ACL (pykv.acl, pykv.commands.acl) ---------------------------------------------------

@@ -2,9 +2,10 @@
 
 Accepts redis-server's shape: ``pykv-server [/path/to/redis.conf] [--option value ...] [-]``
 plus ``--listener TYPE,key=value,...`` (repeatable). A bad option or value prints the error
-the way redis-server does and exits 1. Logging follows Redis too: one line per event,
-``pid:role date time.ms level-char message``, to stdout or ``logfile``, filtered by
-``loglevel`` (which CONFIG SET changes at once).
+the way redis-server does and exits 1. The process then lives as redis-server 7.0 does:
+supervision detected, daemonized if asked, Redis's start-up lines, listeners, pidfile,
+process title, logo, dataset, ``Ready to accept connections``; signals, shutdown and crash
+report as Redis (the parts are in ``pykv.server.lifecycle``).
 """
 from __future__ import annotations
 
@@ -13,55 +14,18 @@ import logging
 import os
 import signal
 import sys
-import time
 
 from pykv.assemble import build_server, command_exists
+from pykv.commands.debug import register_subcommand
+from pykv.commands.info import generate_info
 from pykv.config import Config
 from pykv.config.loader import REDIS_VERSION, ConfigLoadError, load_config
+from pykv.server.lifecycle import banner, crash, daemon, oom, proctitle, signals, supervision
+from pykv.server.lifecycle.redislog import LOG_LEVELS, VERBOSE, setup_logging
+
+__all__ = ["LOG_LEVELS", "VERBOSE", "main", "setup_logging", "version_line"]
 
 log = logging.getLogger("pykv")
-
-VERBOSE = 15  # Redis's "verbose" sits between debug and notice
-logging.addLevelName(VERBOSE, "VERBOSE")
-LOG_LEVELS = {"debug": logging.DEBUG, "verbose": VERBOSE, "notice": logging.INFO,
-              "warning": logging.WARNING}
-
-
-class RedisLogFormatter(logging.Formatter):
-    """``1234:M 30 Nov 2026 00:33:46.677 * message``; role C until the server runs."""
-
-    role = "C"
-
-    def format(self, record: logging.LogRecord) -> str:
-        if record.levelno >= logging.WARNING:
-            mark = "#"
-        else:
-            mark = {logging.DEBUG: ".", VERBOSE: "-"}.get(record.levelno, "*")
-        stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
-        msecs = int(record.created * 1000) % 1000
-        text = record.getMessage()
-        if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
-        return f"{os.getpid()}:{self.role} {stamp}.{msecs:03d} {mark} {text}"
-
-
-_formatter = RedisLogFormatter()
-
-
-def setup_logging(config: Config | None = None) -> None:
-    """Send the ``pykv`` logger to stdout or ``logfile`` at ``loglevel``."""
-    handler: logging.Handler
-    if config is not None and config.logfile:
-        handler = logging.FileHandler(os.path.join(config.dir, config.logfile))
-    else:
-        handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(_formatter)
-    root = logging.getLogger("pykv")
-    root.handlers[:] = [handler]
-    root.setLevel(LOG_LEVELS[config.loglevel] if config is not None else logging.INFO)
-    root.propagate = False
-    if config is not None:
-        config.on_change("loglevel", lambda value: root.setLevel(LOG_LEVELS[value]))
 
 
 def install_event_loop_policy() -> str:
@@ -73,42 +37,35 @@ def install_event_loop_policy() -> str:
     return "uvloop"
 
 
-def daemonize() -> None:
-    """Fork into the background as redis-server does with ``daemonize yes``."""
-    if os.fork():
-        os._exit(0)
-    os.setsid()
-    fd = os.open(os.devnull, os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(fd, std)
-    if fd > 2:
-        os.close(fd)
+def _exit_now(code: int) -> None:
+    """Leave at once, as Redis's exit() after the last log line: no interpreter teardown
+    (freeing a large dataset object by object can take seconds)."""
+    for handler in log.handlers:
+        try:
+            handler.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
-def write_pidfile(path: str) -> None:
-    try:
-        with open(path, "w") as fh:
-            fh.write(f"{os.getpid()}\n")
-    except OSError as exc:
-        log.warning("Failed to write PID file: %s", exc.strerror)
-
-
-async def run_server(config: Config) -> int:
+async def run_server(config: Config, supervisor: supervision.Supervisor | None = None,
+                     loop_name: str = "asyncio", background: bool = False) -> int:
     server = build_server(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, server.request_shutdown_signal, sig)
+    server.supervisor = supervisor
+    signals.install(asyncio.get_running_loop(), server)
     # a file-size limit (ulimit -f) must fail the write with EFBIG, not kill the server:
     # persistence then reports the error (MISCONF) and keeps the previous good file
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    _formatter.role = "M"
-    log.info("Running mode=standalone, port=%d.", config.port)
-    log.warning("Server initialized")
-    if not config.port and not config.unixsocket and not config.listeners:
-        log.warning("Configured to not listen anywhere, exiting.")
-        return 1
+    banner.initializing(config, loop_name)
+    crash.install(server, generate_info)
+    register_subcommand(b"segfault", 2, crash.segfault)
     try:
-        await server.start()
+        await server.open_listeners()
     except OSError as exc:
         text = str(exc.args[1] if len(exc.args) > 1 else exc)
         if "TCP listening socket" in text:
@@ -120,6 +77,24 @@ async def run_server(config: Config) -> int:
     except ValueError as exc:
         log.warning("%s", exc)
         return 1
+    if not server.listeners:
+        log.warning("Configured to not listen anywhere, exiting.")
+        return 1
+    if background or config.pidfile:
+        daemon.write_pidfile(config.pidfile)
+    proctitle.install(config)
+    banner.announce(config, config.port or config.tls_port)
+    try:
+        await server.load_and_serve()
+    except ValueError as exc:
+        log.warning("%s", exc)
+        return 1
+    if not server.shutdown_asap:
+        banner.ready(config, any(lst.spec.type != "unix" for lst in server.listeners
+                                 if getattr(lst, "spec", None) is not None))
+        if supervisor is not None:
+            supervisor.ready()
+        oom.install(config)
     await server.wait_stopped()
     return server.exit_code
 
@@ -132,6 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] in ("-h", "--help"):
         sys.stderr.write(USAGE)
         sys.exit(1)
+    if argv and argv[0] == "--test-memory":
+        sys.exit(test_memory(argv))
     setup_logging()
     try:
         config = load_config(argv, log=log.warning, command_exists=command_exists)
@@ -142,48 +119,44 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.write(str(exc))
         sys.exit(1)
     os.chdir(config.dir)
-    if config.daemonize:
-        daemonize()
-        if not config.pidfile:
-            config.pidfile = "/var/run/pykv.pid"
     setup_logging(config)
-    from pykv import __version__
-
-    log.warning("oO0OoO0OoO0Oo pykv is starting oO0OoO0OoO0Oo")
-    log.warning("pykv version=%s, redis_version=%s, bits=64, pid=%d, just started",
-                __version__, REDIS_VERSION, os.getpid())
-    if not argv:
-        log.warning("Warning: no config file specified, using the default config. In order "
-                    "to specify a config file use pykv-server /path/to/redis.conf")
-    else:
-        log.warning("Configuration loaded")
-    if config.pidfile:
-        write_pidfile(config.pidfile)
+    supervisor = supervision.detect(config.supervised)
+    background = bool(config.daemonize) and supervisor.mode == "no"
+    if background:
+        daemon.daemonize()
+        if not config.pidfile:
+            config.pidfile = daemon.DEFAULT_PIDFILE
+    banner.starting(proctitle.program_title(), bool(argv))
     loop_name = install_event_loop_policy()
-    log.log(VERBOSE, "event loop: %s", loop_name)
-    try:
-        code = asyncio.run(run_server(config))
-    finally:
-        if config.pidfile:
-            try:
-                os.unlink(config.pidfile)
-            except OSError:
-                pass
-    if code == 0:
-        log.warning("pykv is now ready to exit, bye bye...")
-    sys.exit(code)
+    code = asyncio.run(run_server(config, supervisor, loop_name, background))
+    _exit_now(code)
 
 
 def version_line() -> str:
+    """redis-server's ``--version`` line, pykv's own version after it."""
     from pykv import __version__
 
-    return f"pykv server v={__version__} redis_version={REDIS_VERSION} bits=64"
+    return (f"Redis server v={REDIS_VERSION} sha={banner.GIT_SHA1}:0 malloc=libc bits=64 "
+            f"build=0000000000000000 pykv={__version__}")
+
+
+def test_memory(argv: list[str]) -> int:
+    """``--test-memory MB``: Redis's answer without a size; pykv has no memory tester."""
+    if len(argv) != 2:
+        sys.stderr.write("Please specify the amount of memory to test in megabytes.\n"
+                         "Example: ./redis-server --test-memory 4096\n\n")
+        return 1
+    sys.stderr.write("pykv-server does not include a memory test. Please use one of the "
+                     "following two tools:\n1) memtest86: http://www.memtest86.com/\n"
+                     "2) memtester: http://pyropus.ca/software/memtester/\n")
+    return 1
 
 
 USAGE = """Usage: pykv-server [/path/to/redis.conf] [options] [-]
        pykv-server - (read config from stdin)
        pykv-server -v or --version
        pykv-server -h or --help
+       pykv-server --test-memory <megabytes>
 
 Examples:
        pykv-server (run the server with default conf)

@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from support.resp import RawClient  # noqa: E402
-from support.servers import REDIS_SERVER, RealRedis  # noqa: E402
+from support.servers import REDIS_SERVER, RealRedis, require_redis  # noqa: E402
 
 from pykv.testing import Server  # noqa: E402
 
@@ -24,9 +24,13 @@ def pykv_proc():
 
 
 @pytest.fixture(scope="session")
+def redis_binary() -> str:
+    """The redis-server binary: a missing oracle fails the tests that need it."""
+    return require_redis()
+
+
+@pytest.fixture(scope="session")
 def real_redis():
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
     server = RealRedis()
     yield server
     server.stop()

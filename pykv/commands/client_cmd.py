@@ -367,6 +367,8 @@ def client_unblock(c, argv):
         return errors.SYNTAX
     target = c.server.clients.get(target_id)
     unblock = getattr(c.server, "unblock_client", None)
+    # a client held by CLIENT PAUSE is not blocked on keys: 0, it stays held (Redis 7.0.15
+    # counts it as blocked and crashes in replyToBlockedClientTimedOut)
     if target is None or target.blocked is None or unblock is None:
         return 0
     return 1 if unblock(target, as_error) is not False else 0

@@ -3,16 +3,16 @@
 DEBUG obeys ``enable-debug-command`` as in Redis 7 (checked by the dispatcher, so a refused
 DEBUG also fails a MULTI): ``no`` (Redis's default, and pykv's) refuses it, ``local`` allows
 it from unix sockets and loopback addresses, ``yes`` allows it. pykv's test fixtures
-start the server with ``yes``, like the real redis they compare against. Implemented: SLEEP, OBJECT, POPULATE, SET-ACTIVE-EXPIRE,
-SET-DISABLE-DENY-SCRIPTS, PAUSE-CRON, QUICKLIST-PACKED-THRESHOLD, LISTPACK, QUICKLIST, LOG,
-ERROR, DIGEST, DIGEST-VALUE, PROTOCOL, CHANGE-REPL-ID, REPLYBUFFER, STRINGMATCH-TEST and
-HELP (Redis 7.0's text). The crash/leak/reload helpers are not (Redis's "unknown
-subcommand" error); neither are MALLCTL/MALLCTL-STR, as in a Redis built without jemalloc. DIGEST is pykv's own SHA-1 over the dataset: stable and
-all-zeros for an empty dataset like Redis's, but not the same hex as Redis's.
+start the server with ``yes``, like the real redis they compare against. Implemented: SLEEP,
+OBJECT, POPULATE, SET-ACTIVE-EXPIRE, SET-DISABLE-DENY-SCRIPTS, PAUSE-CRON,
+QUICKLIST-PACKED-THRESHOLD, LISTPACK, QUICKLIST, LOG, ERROR, DIGEST, DIGEST-VALUE, PROTOCOL,
+CHANGE-REPL-ID, REPLYBUFFER, STRINGMATCH-TEST and HELP (Redis 7.0's text). The crash/leak/
+reload helpers are not (Redis's "unknown subcommand" error); neither are MALLCTL/MALLCTL-STR,
+as in a Redis built without jemalloc. DIGEST and DIGEST-VALUE are Redis's own checksum
+(``pykv.commands.digest``): the same hex as Redis for the same data.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -307,65 +307,16 @@ def _error(c, argv):
     return ErrorReply(argv[2])
 
 
-def _value_digest(value) -> bytes:
-    """A digest of a value's contents that ignores unordered types' iteration order and
-    encodings, so it is equal exactly when the data is (after a reload too)."""
-    if isinstance(value, (bytes, bytearray)):
-        return hashlib.sha1(b"string:" + bytes(value)).digest()
-    from pykv.protocol import format_double
-    from pykv.storage import value_types as vt
-
-    kind = value.type_name
-    acc = bytearray(hashlib.sha1(kind).digest())
-    if kind == b"list":
-        h = hashlib.sha1()
-        for item in vt.list_items(value):
-            h.update(b"%d:" % len(item) + item)
-        _mix(acc, h.digest())
-    elif kind == b"set":
-        for member in vt.set_members(value):
-            _mix(acc, hashlib.sha1(member).digest())
-    elif kind == b"hash":
-        for field, val in vt.hash_items(value):
-            _mix(acc, hashlib.sha1(b"%d:" % len(field) + field + val).digest())
-    elif kind == b"zset":
-        for member, score in vt.zset_items(value):
-            _mix(acc, hashlib.sha1(b"%d:" % len(member) + member + format_double(score))
-                 .digest())
-    else:
-        dump = getattr(value, "digest_bytes", None)
-        if dump is None:
-            raise ErrorReply(b"ERR DEBUG DIGEST does not support values of type "
-                             + kind)
-        _mix(acc, hashlib.sha1(dump()).digest())
-    return bytes(acc)
-
-
-def _mix(acc: bytearray, data: bytes) -> None:
-    for i, b in enumerate(data):
-        acc[i] ^= b
-
-
 def _digest(c, argv):
-    acc = bytearray(20)
-    for db in c.server.dbs:
-        for key in list(db.data):
-            value = db.get(key, touch=False)
-            if value is None:
-                continue
-            h = hashlib.sha1(b"%d:" % db.id + key + b":" + _value_digest(value)
-                             + b"%d" % db.get_expire(key))
-            _mix(acc, h.digest())
-    return SimpleString(bytes(acc).hex().encode())
+    from pykv.commands.digest import dataset_digest
+
+    return SimpleString(dataset_digest(c.server.dbs).hex().encode())
 
 
 def _digest_value(c, argv):
-    out = []
-    for key in argv[2:]:
-        value = c.db.get(key, touch=False)
-        digest = b"0" * 40 if value is None else _value_digest(value).hex().encode()
-        out.append(SimpleString(digest))
-    return out
+    from pykv.commands.digest import key_digest
+
+    return [SimpleString(key_digest(c.db, key).hex().encode()) for key in argv[2:]]
 
 
 _ATTRIB_RESP3 = (b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"

@@ -65,6 +65,8 @@ def _error(exc: FunctionError) -> ErrorReply:
 
 # -- FCALL -----------------------------------------------------------------------------------
 def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
+    if c.server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
+        c.server.feed_monitors(c, argv)
     store = get_store(c.server)
     fn = store.live.functions.get(argv[1].lower())
     if fn is None:
@@ -204,6 +206,8 @@ def function_restore(c, argv):
 @command("function|stats")
 def function_stats(c, argv):
     ctx = c.server.busy_script
+    if ctx is not None and not ctx.is_function:  # Redis: only a busy function is described
+        return ctx.busy_error
     running = None
     if ctx is not None:
         running = {b"name": ctx.name,

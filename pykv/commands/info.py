@@ -175,11 +175,10 @@ def _server(server: Any) -> Fields:
     now = time.time()
     uptime = server.now_info_uptime()
     hz = server.config.hz
-    tcp_port = 0
-    for listener in server.listeners:
-        if listener.spec.type == "tcp":
-            tcp_port = listener.spec.port
-            break
+    # as Redis: the TCP port, or the TLS port when there is no plain one
+    ports = {listener.spec.type: listener.spec.port for listener in reversed(server.listeners)
+             if listener.spec.type in ("tcp", "tls")}
+    tcp_port = ports.get("tcp") or ports.get("tls", 0)
     uname = platform.uname()
     fields: Fields = [
         ("redis_version", server.version),
@@ -372,7 +371,7 @@ def _stats(server: Any) -> Fields:
         ("tracking_total_prefixes", len(tracking.prefixes) if tracking else 0),
         ("unexpected_error_replies", getattr(server, "stat_unexpected_errors", 0)),
         ("total_error_replies", server.stat_total_error_replies),
-        ("dump_payload_sanitizations", 0),
+        ("dump_payload_sanitizations", getattr(server, "stat_dump_payload_sanitizations", 0)),
         ("total_reads_processed", server.stat_numcommands),
         ("total_writes_processed", server.stat_numcommands),
         ("io_threaded_reads_processed", 0),

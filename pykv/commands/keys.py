@@ -18,6 +18,7 @@ from pykv.commands.strings import lookup_read
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.blocking import block_for_keys
 from pykv.server.notify import notify
+from pykv.storage.keyspace import now_ms
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.values import copy_value, type_name
 from pykv.util.glob import matcher
@@ -360,7 +361,10 @@ def _ttl_generic(c: Any, key: bytes, ms: bool, absolute: bool) -> int:
     when = c.db.get_expire(key)
     if when == -1:
         return -1
-    ttl = when if absolute else max(when - c.server.clock.ms, 0)
+    # a script keeps its start time for expiry, but Redis counts a TTL from the time now
+    # (mstime()): a key the script still sees after its time has come has a TTL of 0
+    now = now_ms() if getattr(c, "is_script_client", False) else c.server.clock.ms
+    ttl = when if absolute else max(when - now, 0)
     return ttl if ms else (ttl + 500) // 1000
 
 

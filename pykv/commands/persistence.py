@@ -1,5 +1,9 @@
-"""Persistence commands: SAVE, BGSAVE, DUMP, RESTORE."""
+"""Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, DUMP, RESTORE, and DEBUG RELOAD,
+LOADAOF and AOF-FLUSH-SLEEP."""
 from __future__ import annotations
+
+import logging
+import os
 
 from pykv import errors
 from pykv.commands.args import to_int
@@ -7,8 +11,15 @@ from pykv.commands.debug import register_subcommand
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.notify import notify
+from pykv.storage.aof_manifest import AofLoadError
+from pykv.storage.aof_manifest import atoi as to_int_prefix
 from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.file import internal_error
+from pykv.storage.rdb.integrity import Integrity
 from pykv.storage.rdb.objects import dump_payload, restore_payload, verify_payload
+
+log = logging.getLogger("pykv")
+VERBOSE = 15  # Redis's "verbose" log level (pykv.main names it)
 
 BGSAVE_STARTED = SimpleString(b"Background saving started")
 BGSAVE_SCHEDULED = SimpleString(b"Background saving scheduled")
@@ -95,11 +106,17 @@ def restore(c, argv):
         return ErrorReply(b"ERR Invalid TTL value, must be >= 0")
     payload = argv[3]
     if not verify_payload(payload):
-        return ErrorReply(b"ERR DUMP payload version or checksum are wrong")
+        return errors.BAD_DUMP_PAYLOAD
+    server = c.server
+    integrity = Integrity.for_restore(server.config, server.loading or c.replaying)
     try:
-        value = restore_payload(payload, c.server.config)
-    except (RdbFormatError, ValueError, IndexError):
-        return ErrorReply(b"ERR Bad data format")
+        value = restore_payload(payload, server.config, integrity)
+    except (ValueError, IndexError) as exc:  # RdbFormatError, or a decoder's own check
+        log.log(VERBOSE, "%s", internal_error(str(exc)))  # as Redis logs it, at verbose
+        return errors.BAD_DATA_FORMAT
+    finally:
+        server.stat_dump_payload_sanitizations = \
+            getattr(server, "stat_dump_payload_sanitizations", 0) + integrity.checks
     when = -1
     if ttl:
         when = ttl if absttl else db.clock.ms + ttl
@@ -172,3 +189,39 @@ def debug_reload(c, argv):
 register_subcommand(b"reload", 2, debug_reload)
 register_subcommand(b"reload", -1, debug_reload)
 
+
+
+def debug_loadaof(c, argv):
+    """DEBUG LOADAOF: flush the AOF, empty the keyspace and replay the AOF files from disk.
+    As in Redis, anything but a clean load (no AOF, a truncated or damaged one) makes the
+    server exit with status 1."""
+    server = c.server
+    aof = server.aof
+    if aof.enabled:
+        aof.flush_before_replies()
+        aof.fsync_now()
+    for db in server.dbs:
+        db.clear()
+    try:
+        loaded = aof.reload_from_disk()
+    except AofLoadError as exc:
+        log.warning("%s", exc)
+        loaded = None
+    if not loaded:
+        logging.shutdown()
+        os._exit(1)
+    server.dirty = 0  # as Redis: the replayed changes are not changes to save or log
+    c.propagate_override = []  # and this DEBUG itself is not logged either
+    log.warning("Append Only File loaded by DEBUG LOADAOF")
+    return OK
+
+
+def debug_aof_flush_sleep(c, argv):
+    """DEBUG AOF-FLUSH-SLEEP <microseconds>: sleep that long before each AOF write (a test
+    knob; Redis reads the number with atoi, so junk means 0)."""
+    c.server.aof.flush_sleep_us = max(to_int_prefix(argv[2]), 0)
+    return OK
+
+
+register_subcommand(b"loadaof", 2, debug_loadaof)
+register_subcommand(b"aof-flush-sleep", 3, debug_aof_flush_sleep)

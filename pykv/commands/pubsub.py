@@ -19,7 +19,8 @@ def _count(c) -> int:
 
 
 def _confirm(c, kind: bytes, name: bytes | None, count: int) -> None:
-    c.add_reply(Push([kind, name, count]))
+    # a push, as Redis 7.0 sends it: CLIENT REPLY OFF/SKIP never silences it
+    c.add_push(Push([kind, name, count]))
 
 
 @command("subscribe")
@@ -28,6 +29,7 @@ def subscribe(c, argv):
     for channel in argv[1:]:
         ps.subscribe(c, channel)
         _confirm(c, b"subscribe", channel, _count(c))
+    c.end_skipped_command()
     return NO_REPLY
 
 
@@ -37,6 +39,7 @@ def psubscribe(c, argv):
     for pattern in argv[1:]:
         ps.psubscribe(c, pattern)
         _confirm(c, b"psubscribe", pattern, _count(c))
+    c.end_skipped_command()
     return NO_REPLY
 
 
@@ -48,6 +51,7 @@ def ssubscribe(c, argv):
     for channel in argv[1:]:
         ps.ssubscribe(c, channel)
         _confirm(c, b"ssubscribe", channel, len(c.shard_channels))
+    c.end_skipped_command()
     return NO_REPLY
 
 
@@ -65,6 +69,7 @@ def _unsubscribe_many(c, names, own: set[bytes], remove, kind: bytes, count) -> 
 def unsubscribe(c, argv):
     _unsubscribe_many(c, argv[1:], c.channels, c.server.pubsub.unsubscribe, b"unsubscribe",
                       _count)
+    c.end_skipped_command()
     return NO_REPLY
 
 
@@ -72,6 +77,7 @@ def unsubscribe(c, argv):
 def punsubscribe(c, argv):
     _unsubscribe_many(c, argv[1:], c.patterns, c.server.pubsub.punsubscribe,
                       b"punsubscribe", _count)
+    c.end_skipped_command()
     return NO_REPLY
 
 
@@ -79,6 +85,7 @@ def punsubscribe(c, argv):
 def sunsubscribe(c, argv):
     _unsubscribe_many(c, argv[1:], c.shard_channels, c.server.pubsub.sunsubscribe,
                       b"sunsubscribe", lambda cl: len(cl.shard_channels))
+    c.end_skipped_command()
     return NO_REPLY
 
 

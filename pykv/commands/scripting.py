@@ -8,6 +8,7 @@ Argument parsing, shebang flags and the script cache's commands live here; runni
 from __future__ import annotations
 
 from pykv import errors
+from pykv.commands import info
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, SimpleString
@@ -65,6 +66,10 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
 
 
 def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
+    if by_sha and len(argv[1]) != 40:  # Redis refuses it before reading numkeys
+        return errors.NOSCRIPT
+    if c.server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
+        c.server.feed_monitors(c, argv)
     engine = get_engine(c.server)
     numkeys = numkeys_arg(argv, 2)
     if by_sha:
@@ -136,10 +141,10 @@ def kill_running(c, want_function: bool):
     ctx = c.server.busy_script
     if ctx is None:
         return NOTBUSY
+    if ctx.wrote:  # before the EVAL/FUNCTION mismatch, as Redis's scriptKill
+        return UNKILLABLE
     if ctx.is_function != want_function:
         return ctx.busy_error
-    if ctx.wrote:
-        return UNKILLABLE
     ctx.killed = True
     return OK
 
@@ -192,3 +197,18 @@ def function_kill(c, argv):
 
 
 # FUNCTION STATS (it counts libraries) is in pykv.commands.functions
+
+
+# -- INFO memory: the Lua state's own figure ----------------------------------------------------
+def _lua_memory(server) -> dict:
+    """``used_memory_lua`` and friends: what Lua's allocator holds (``collectgarbage``), as
+    Redis reports it. pykv runs EVAL scripts and functions in one Lua state, counted as
+    the EVAL one (``used_memory_vm_functions`` stays 0); none before the first script."""
+    engine = getattr(server, "scripting", None)
+    used = 0 if engine is None else int(engine.lua.eval("collectgarbage('count')") * 1024)
+    return {"used_memory_lua": used, "used_memory_vm_eval": used,
+            "used_memory_lua_human": info.human_bytes(used),
+            "used_memory_vm_total": used, "used_memory_vm_total_human": info.human_bytes(used)}
+
+
+info.add_fields("memory", _lua_memory)

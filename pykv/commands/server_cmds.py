@@ -56,14 +56,20 @@ _SWAPPED_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_
                   "scan_index")
 
 
+def _int_index(arg: bytes) -> int | None:
+    """A C int, as Redis's getIntFromObjectOrReply reads one; None otherwise."""
+    value = to_int(arg)
+    return value if value is not None and -(1 << 31) <= value < 1 << 31 else None
+
+
 @command("swapdb")
 def swapdb(c, argv):
-    first = to_int(argv[1])
+    first = _int_index(argv[1])
     if first is None:
-        return ErrorReply(b"ERR invalid first DB index")
-    second = to_int(argv[2])
+        return errors.INVALID_FIRST_DB_INDEX
+    second = _int_index(argv[2])
     if second is None:
-        return ErrorReply(b"ERR invalid second DB index")
+        return errors.INVALID_SECOND_DB_INDEX
     server = c.server
     count = len(server.dbs)
     if not (0 <= first < count and 0 <= second < count):
@@ -127,9 +133,14 @@ def shutdown(c, argv):
         return ErrorReply(b"ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING "
                           b"client")
     server = c.server
+    busy = server.busy_script  # a script holds the loop: only SHUTDOWN NOSAVE, as Redis
+    if busy is not None and b"nosave" not in flags:
+        return busy.busy_error
     save = True if b"save" in flags else False if b"nosave" in flags else None
     if not server.prepare_for_shutdown(save=save, force=b"force" in flags):
         return ErrorReply(b"ERR Errors trying to SHUTDOWN. Check logs.")
+    if busy is not None:
+        busy.abort_for_shutdown()  # it ends at its next hook; the loop then stops
     from pykv.server.client import NO_REPLY
 
     if server.loop is not None:

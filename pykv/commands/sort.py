@@ -118,8 +118,12 @@ def _sort(c: Any, argv: list[bytes], readonly: bool) -> Any:
     kind = None if source is None else getattr(source, "type_name", b"string")
     if kind is not None and kind not in (b"list", b"set", b"zset"):
         raise errors.WRONGTYPE
-    if dontsort and kind == b"set" and store is not None:
+    # a set's order is arbitrary: sorted when stored or returned to a script, as Redis
+    if dontsort and kind == b"set" and (
+            store is not None or getattr(c, "is_script_client", False)):
         dontsort, alpha, sortby = False, True, None
+    if kind == b"zset":
+        source.listpack = False  # Redis 7.0 converts a sorted set it sorts, for good
     length = 0 if source is None else len(source)
     start = max(limit_start, 0)
     end = length - 1 if limit_count < 0 else start + limit_count - 1

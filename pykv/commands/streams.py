@@ -18,7 +18,12 @@ from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply, SimpleString, encode_reply
 from pykv.protocol._parser import string2ll
 from pykv.protocol.types import RawReply
-from pykv.server.blocking import TIMEOUT_NEGATIVE, block_for_keys
+from pykv.server.blocking import (
+    KEY_DELETED_ERROR,
+    TIMEOUT_NEGATIVE,
+    answer_failed,
+    block_for_keys,
+)
 from pykv.server.notify import notify
 from pykv.storage.stream_type import (
     INVALID_ENTRIES_READ,
@@ -212,6 +217,12 @@ def _in_script(c: Any) -> bool:
     from pykv.scripting.engine import ScriptClient
 
     return isinstance(c, ScriptClient)
+
+
+def _idle(now: int, since: int) -> int:
+    """``now - since`` in Redis's signed 64-bit arithmetic (a restored time can be any
+    value), never below 0."""
+    return max(0, ((now - since + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63))
 
 
 def _now_ms() -> int:
@@ -655,7 +666,9 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
     wanted = dict(zip(keys, ids, strict=True))
     serve_fn = _blocked_reader(wanted, count or XREAD_BLOCKED_DEFAULT_COUNT, groupname,
                                consumername, noack)
-    return block_for_keys(c, list(keys), timeout, serve_fn)
+    # XREADGROUP is woken with an error when its stream goes away; XREAD waits on
+    return block_for_keys(c, list(keys), timeout, serve_fn,
+                          gone_reply=KEY_DELETED_ERROR if xreadgroup else None)
 
 
 def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes | None,
@@ -664,15 +677,15 @@ def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes 
 
     def serve(c: Any, key: bytes, value: Any) -> bool:
         if type(value) is not StreamValue:
-            return False
+            if groupname is None:
+                return False
+            return answer_failed(c, KEY_DELETED_ERROR)  # overwritten by another type
         gt = wanted[key]
         group = None
         if groupname is not None:
             group = value.groups.get(groupname)
             if group is None:
-                c.add_reply(GROUP_GONE)
-                c.server.count_error(GROUP_GONE)
-                return True
+                return answer_failed(c, GROUP_GONE)
             gt = group.last_id
         if not value.last_id > gt:
             return False
@@ -785,11 +798,11 @@ def xgroup(c, argv):
     argc = len(argv)
     mkstream = False
     entries_read = INVALID_ENTRIES_READ
-    if opt == b"create":
+    if opt in (b"create", b"setid"):  # options first (a bad number wins), arity at the end
         i = 5
         while i < argc:
             low = argv[i].lower()
-            if low == b"mkstream":
+            if low == b"mkstream" and opt == b"create":
                 mkstream = True
                 i += 1
             elif low == b"entriesread" and i + 1 < argc:
@@ -797,13 +810,6 @@ def xgroup(c, argv):
                 i += 2
             else:
                 raise _subcommand_syntax(argv, b"XGROUP")
-    elif opt == b"setid":
-        if argc == 7:
-            if argv[5].lower() != b"entriesread":
-                raise _subcommand_syntax(argv, b"XGROUP")
-            entries_read = _entries_read_arg(argv[6])
-        elif argc != 5:
-            raise _subcommand_syntax(argv, b"XGROUP")
     key, name = argv[2], argv[3]
     s = _get_stream(c, key)
     group = None
@@ -931,7 +937,7 @@ def xpending(c, argv):
         if minidle and now - nack.delivery_time < minidle:
             continue
         count -= 1
-        out.append([format_id(sid), nack.consumer.name, max(0, now - nack.delivery_time),
+        out.append([format_id(sid), nack.consumer.name, _idle(now, nack.delivery_time),
                     nack.delivery_count])
     return out
 
@@ -1122,7 +1128,7 @@ def xinfo_consumers(c, argv):
                          + argv[2] + b"'")
     now = _now_ms()
     return [{b"name": con.name, b"pending": len(con.pel),
-             b"idle": max(0, now - con.seen_time)} for con in group.sorted_consumers()]
+             b"idle": _idle(now, con.seen_time)} for con in group.sorted_consumers()]
 
 
 @command("xinfo|groups")

@@ -14,6 +14,8 @@ with Redis's reason; CONFIG SET then restores every value it changed.
 - ``timeout``: a cron hook closes clients idle for longer (not blocked, not subscribed).
 - ``dir``: the working directory follows it.
 - ``rdma-port``/``rdma-bind``: the config's RDMA listener is re-opened, as in Valkey.
+- ``tls-port`` re-opens the TLS listener; the other ``tls-*`` settings give new connections a
+  new context (a setting that cannot make one is refused, as Redis refuses it).
 - new connections get TCP keepalive per ``tcp-keepalive``, and ``protected-mode`` refuses
   non-local clients while no password is set (Redis's DENIED reply).
 ``hz``, ``client-query-buffer-limit``, ``slowlog-*`` and the rest are read live.
@@ -56,6 +58,7 @@ def install(server: Server) -> RuntimeEffects:
     cfg.on_change("dir", effects.on_dir)
     server.add_cron(effects.close_idle_clients)
     install_rdma_listener_hooks(server)
+    install_tls_hooks(server)
     apply_renames(server)
     return effects
 
@@ -312,3 +315,73 @@ def install_rdma_listener_hooks(server: Server) -> None:
 
     cfg.on_change("rdma-port", hook)
     cfg.on_change("rdma-bind", hook)
+
+
+# the settings a TLS context is made of (pykv.net.tls.tls_context)
+TLS_CONTEXT_SETTINGS = (
+    "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file",
+    "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers",
+    "tls-prefer-server-ciphers", "tls-session-caching", "tls-dh-params-file",
+)
+
+
+def install_tls_hooks(server: Server) -> None:
+    """``CONFIG SET tls-*``: new connections get a context made of the new settings (open
+    ones keep theirs), or the change is refused as Redis refuses it; ``tls-port`` re-opens
+    the config's TLS listener (0 closes it)."""
+    cfg = server.config
+    state = {"port": cfg.tls_port}
+
+    def tls_listeners() -> list[Any]:
+        from pykv.net.tls import TlsListener
+
+        return [li for li in server.listeners if isinstance(li, TlsListener)]
+
+    def on_context_change(name: str) -> Any:
+        def hook(_value: Any) -> None:
+            from pykv.net.tls import TlsConfigError, tls_context
+
+            listeners = tls_listeners()
+            if not listeners and not cfg.tls_port:
+                return  # nothing serves TLS: the settings wait for a listener
+            try:
+                contexts = [tls_context(cfg, li.spec) for li in listeners] or \
+                    [tls_context(cfg)]
+            except TlsConfigError as exc:
+                log.warning("%s", exc)
+                log.warning("Failed applying new configuration. Possibly related to new %s "
+                            "setting. Restoring previous settings.", name)
+                raise ConfigError("Unable to update TLS configuration. Check server logs."
+                                  ) from None
+            for listener, ctx in zip(listeners, contexts, strict=False):
+                server.loop.create_task(listener.reload(ctx))
+
+        return hook
+
+    def on_port(_value: Any) -> None:
+        from pykv.net.tls import open_listener
+
+        port = cfg.tls_port
+        if port == state["port"] or server.loop is None:
+            state["port"] = port
+            return
+        new = None
+        if port:
+            try:
+                new = open_listener(ListenerSpec("tls", binds=list(cfg.bind), port=port),
+                                    server.accept, server)
+            except (OSError, ValueError) as exc:
+                log.warning("%s", exc)
+                raise ConfigError("Unable to listen on this port. Check server logs.") from None
+        for old in tls_listeners():
+            if old.spec.port == state["port"] and not old.spec.options:
+                old.close()
+                server.listeners.remove(old)
+        state["port"] = port
+        if new is not None:
+            server.listeners.append(new)
+            server.loop.create_task(new.serve())
+
+    for name in TLS_CONTEXT_SETTINGS:
+        cfg.on_change(name, on_context_change(name))
+    cfg.on_change("tls-port", on_port)

@@ -9,9 +9,11 @@ from pykv.net.base import (
     register_connection_type,
 )
 from pykv.net.tcp import TcpConnectionType
+from pykv.net.tls import TlsConnectionType
 from pykv.net.unix import UnixConnectionType
 
 register_connection_type(TcpConnectionType())
+register_connection_type(TlsConnectionType())
 register_connection_type(UnixConnectionType())
 # rdma imports only the standard library here; pyverbs loads when a listener selects it
 from pykv.net.rdma import RdmaConnectionType  # noqa: E402

@@ -81,6 +81,18 @@ class BusyPoller:
                     self._listen.append((dup, type_name))
 
     def poll(self, skip: Any) -> None:
+        """Serve everyone but ``skip`` (the script's caller) once. The commands served
+        see the time now; the script keeps its own (Redis's script time snapshot: a key
+        that expires while the script runs stays visible to it)."""
+        server = self.server
+        clock = server.clock
+        ms, sec = clock.ms, clock.sec
+        try:
+            self._poll(skip)
+        finally:
+            clock.ms, clock.sec = ms, sec
+
+    def _poll(self, skip: Any) -> None:
         server = self.server
         for sock, type_name in self._listen:
             while True:

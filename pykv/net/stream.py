@@ -37,7 +37,7 @@ class StreamConnection(asyncio.Protocol, Connection):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
-        if self.type_name == "tcp" and sock is not None:
+        if self.type_name != "unix" and sock is not None:  # tcp, tls
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from typing import Any
 
@@ -19,7 +20,7 @@ class TcpListener(Listener):
             srv.close()
 
 
-def _bind_address(addr: str) -> tuple[str, bool]:
+def bind_address(addr: str) -> tuple[str, bool]:
     """Redis bind syntax: a leading ``-`` marks an optional address; ``*`` is any IPv4."""
     optional = addr.startswith("-")
     if optional:
@@ -40,7 +41,7 @@ class TcpConnectionType(ConnectionType):
         binds = spec.binds or ["127.0.0.1"]
         servers = []
         for raw in binds:
-            addr, optional = _bind_address(raw)
+            addr, optional = bind_address(raw)
             family = socket.AF_INET6 if ":" in addr else socket.AF_INET
             try:
                 srv = await loop.create_server(
@@ -52,8 +53,10 @@ class TcpConnectionType(ConnectionType):
                     continue
                 for s in servers:
                     s.close()
+                # Redis's anet wording; uvloop's own strerror text is not the C library's
+                reason = f"bind: {os.strerror(exc.errno)}" if exc.errno else str(exc)
                 raise OSError(exc.errno, f"Could not create server TCP listening socket "
-                              f"{raw}:{spec.port}: {exc.strerror}") from exc
+                              f"{raw}:{spec.port}: {reason}") from exc
             servers.append(srv)
             if spec.port == 0:  # ephemeral: report the real port
                 spec.port = srv.sockets[0].getsockname()[1]

@@ -27,8 +27,9 @@ class SimpleString:
 class ErrorReply(Exception):
     """A ``-PREFIX message`` reply. Raise it from a command or return it.
 
-    ``data`` is the full text after the ``-`` (e.g. ``b"ERR syntax error"``); CR and LF are
-    replaced by spaces as Redis does, so an error can never break the protocol.
+    ``data`` is the full text after the ``-`` (e.g. ``b"ERR syntax error"``); trailing CR and
+    LF are dropped and the others replaced by spaces, as Redis's addReplyErrorFormat does, so
+    an error can never break the protocol.
     """
 
     __slots__ = ("data",)
@@ -37,7 +38,7 @@ class ErrorReply(Exception):
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogateescape")
         if b"\r" in data or b"\n" in data:
-            data = data.replace(b"\r", b" ").replace(b"\n", b" ")
+            data = data.rstrip(b"\r\n").replace(b"\r", b" ").replace(b"\n", b" ")
         self.data = data
         super().__init__(data)
 

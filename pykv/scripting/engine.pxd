@@ -7,7 +7,7 @@ cpdef tuple reply_to_lua(object reply, int lua_resp)
 
 cdef class RunContext:
     cdef public object caller, name, command, busy_error, argv
-    cdef public bint read_only, is_function, wrote, killed
+    cdef public bint read_only, is_function, wrote, killed, drop_reply
     cdef public int lua_resp
     cdef public double start
 
@@ -15,7 +15,7 @@ cdef class RunContext:
 cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
-    cdef public object client, ctx, _poller, _busy_threshold
+    cdef public object client, ctx, _poller, _busy_threshold, _saved_signals
 
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)

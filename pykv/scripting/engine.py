@@ -6,16 +6,26 @@ nothing else runs, exactly as Redis blocks everything else. After it, the Lua co
 serves other clients in between (``pykv.net.busy.BusyPoller``: it reads their sockets,
 accepts new connections, answers ``BUSY`` to every command that is not ``allow_busy`` — SCRIPT
 KILL, FUNCTION KILL, SHUTDOWN…), which is Redis's ``processEventsWhileBlocked``; SCRIPT KILL
-then stops a script that has not written yet.
+then stops a script that has not written yet. A kill is final, as in Redis: the hook then
+fires on every line of the script and raises again, so no ``pcall`` can swallow it.
+SHUTDOWN NOSAVE ends a busy script the same way, and SIGTERM/SIGINT during one are kept
+for when it ends (Redis 7.0 shuts down only then); in both cases its caller gets no reply.
 
 Scripts call commands through ``ScriptClient``, a connection-less client that captures
 replies as values; the checks Redis makes for scripts (unknown command, arity, noscript,
 writes from read-only scripts) come first, with Redis's texts.
+
+Known differences from Redis 7.0: a SIGTERM/SIGINT during a busy script is logged when the
+script ends, not when it arrives; one that arrives before the script is past
+``busy-reply-threshold`` lets its reply out before the shutdown (Redis exits first);
+``redis.call``/``redis.pcall`` take at most 7997 arguments (lupa's call needs stack slots of
+its own; Redis allows unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+import signal
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +33,7 @@ from lupa import lua51
 
 from pykv.net.busy import BusyPoller
 from pykv.protocol import ErrorReply, RawReply, write_reply
+from pykv.scripting.helpers import ApiError, Helpers
 from pykv.scripting.libs import LibError, library_tables
 from pykv.scripting.prelude import PRELUDE
 from pykv.server.client import NO_REPLY, Client
@@ -48,14 +59,14 @@ _ERR_NOSCRIPT = b"ERR This Redis command is not allowed from script"
 _ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
 _ERR_NO_WRITES = b"ERR Write commands are not allowed from read-only scripts."
 
-_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.INFO, 3: logging.WARNING}
-
 
 REPLY_CAPTURE = 4  # a reply mode of the script client only (see ScriptClient.add_reply)
 
 
 class ScriptClient(Client):
     """The connection-less client scripts run commands as; replies are kept as values."""
+
+    is_script_client = True  # MONITOR shows its commands as "lua"; SORT sorts for scripts
 
     def __init__(self, server: Server) -> None:
         super().__init__(server, None, 0)
@@ -79,7 +90,7 @@ class RunContext:
 
     # (compiled, the fields are declared in engine.pxd)
     __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
-                 "killed", "start", "busy_error", "argv")
+                 "killed", "start", "busy_error", "argv", "drop_reply")
 
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
@@ -94,14 +105,17 @@ class RunContext:
         self.start = time.monotonic()
         self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
         self.argv = None  # FCALL's command line, for FUNCTION STATS
+        self.drop_reply = False  # the server goes down after it: no reply, close the caller
+
+    def abort_for_shutdown(self) -> None:
+        """SHUTDOWN NOSAVE while this script is busy: end it at its next hook; its caller
+        gets no reply (Redis exits there and then)."""
+        self.killed = True
+        self.drop_reply = True
 
 
 class CommandError(Exception):
     """redis.call's failure: the command's error text, reported as it is."""
-
-
-class ApiError(Exception):
-    """A redis.* API misuse (setresp(4)…): reported as ``ERR <text>``."""
 
 
 class _Host:
@@ -110,12 +124,16 @@ class _Host:
     def __init__(self, engine: Engine, lua: Any) -> None:
         self.call_raise = engine._lua_call_raise
         self.call_protected = engine._lua_call_protected
-        self.log = engine._lua_log
-        self.sha1hex = lambda data: hashlib.sha1(data).hexdigest().encode()
-        self.setresp = engine._lua_setresp
-        self.set_repl = engine._lua_set_repl
+        helpers = self.helpers = Helpers(lua, engine._set_resp)
+        self.log = helpers.log
+        self.sha1hex = helpers.sha1hex
+        self.setresp = helpers.setresp
+        self.set_repl = helpers.set_repl
+        self.status_reply = helpers.status_reply
+        self.error_reply = helpers.error_reply
         self.acl_check_cmd = engine._lua_acl_check_cmd
         self.hook = engine._lua_hook
+        self.killed = engine._lua_killed
         self.classify = _classify
         version = engine.server.version
         self.version = version.encode()
@@ -132,6 +150,8 @@ def _classify(err: Any) -> tuple[int, bytes]:
     data = text.encode("utf-8", "surrogateescape")
     if isinstance(err, CommandError):
         return 0, data
+    if isinstance(err, ApiError):
+        return 0, b"ERR " + data
     if isinstance(err, LibError):
         return 2, data
     return 1, data
@@ -144,7 +164,9 @@ class Engine:
         self.server = server
         self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
                                     register_builtins=False, unpack_returned_tuples=True)
-        self.api = self.lua.execute(PRELUDE, _Host(self, self.lua))
+        host = _Host(self, self.lua)
+        self.api = self.lua.execute(PRELUDE, host)
+        host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
         self._api_run_callback = self.api.run_callback
@@ -155,6 +177,7 @@ class Engine:
         self.ctx: RunContext | None = None   # the running script, if any
         self._busy_threshold: float | None = None   # when it starts serving others (s)
         self._poller: BusyPoller | None = None
+        self._saved_signals: dict[int, Any] | None = None  # handlers replaced while busy
 
     # -- compiling -------------------------------------------------------------------
     def compile(self, body: bytes, chunkname: bytes = b"@user_script") -> Any:
@@ -208,6 +231,13 @@ class Engine:
             if self._poller is not None:
                 self._poller.finish()
                 self._poller = None
+            if self._saved_signals is not None:
+                for sig, handler in self._saved_signals.items():
+                    signal.signal(sig, handler)
+                self._saved_signals = None
+        if ctx.drop_reply:  # shut down during the script: Redis exits before replying
+            caller.closing = True
+            return NO_REPLY
         if result[0]:
             return RawReply(result[1])
         return self._final_reply(ctx, result)
@@ -217,12 +247,35 @@ class Engine:
         server = self.server
         if server.busy_script is not ctx:
             log.warning("Slow script detected: still in execution after %d milliseconds. "
-                        "You can try killing the script using the %s command.",
+                        "You can try killing the script using the %s command. "
+                        "Script name is: %s.",
                         int((time.monotonic() - ctx.start) * 1000),
-                        "FUNCTION KILL" if ctx.is_function else "SCRIPT KILL")
+                        "FUNCTION KILL" if ctx.is_function else "SCRIPT KILL",
+                        ctx.name.decode("utf-8", "replace"))
             server.busy_script = ctx
             self._poller = BusyPoller(server)
+            self._catch_shutdown_signals()
         self._poller.poll(ctx.caller)
+
+    def _catch_shutdown_signals(self) -> None:
+        """While a script is busy, SIGTERM/SIGINT still reach the event loop's handlers
+        (which run once the script ends, as Redis shuts down only then); note them so the
+        script's caller gets no reply, as with Redis."""
+        saved = self._saved_signals = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+
+            def on_signal(signum: int, frame: Any, previous: Any = previous) -> None:
+                if self.ctx is not None:
+                    self.ctx.drop_reply = True
+                if callable(previous):
+                    previous(signum, frame)
+
+            try:
+                signal.signal(sig, on_signal)
+            except ValueError:  # not the main thread (an embedded server): nothing to catch
+                return
+            saved[sig] = previous
 
     def _final_reply(self, ctx: RunContext, result: tuple) -> Any:
         if result[0]:
@@ -292,28 +345,11 @@ class Engine:
             return self._api_resp_to_lua(value)
         return self.lua.table_from({b"err": value})
 
-    def _lua_log(self, *args: Any) -> None:
-        if len(args) < 2:
-            raise ApiError("redis.log() requires two arguments or more.")
-        level = args[0]
-        if type(level) not in (int, float):
-            raise ApiError("First argument must be a number (log level).")
-        parts = [a if type(a) is bytes else (b"%.14g" % a if type(a) in (int, float)
-                                              else str(a).encode()) for a in args[1:]]
-        log.log(_LOG_LEVELS.get(int(level), logging.INFO), "%s",
-                b" ".join(parts).decode("utf-8", "replace"))
-
-    def _lua_setresp(self, *args: Any) -> None:
-        if len(args) != 1 or type(args[0]) not in (int, float) or args[0] not in (2, 3):
-            raise ApiError("RESP version must be 2 or 3.")
+    def _set_resp(self, resp: int) -> None:
+        """redis.setresp(resp): how this run's later redis.call replies reach Lua."""
         if self.ctx is not None:
-            self.ctx.lua_resp = int(args[0])
-        self.api.set_resp(int(args[0]))
-
-    def _lua_set_repl(self, *args: Any) -> None:
-        if len(args) != 1 or type(args[0]) not in (int, float) or not 0 <= args[0] <= 3:
-            raise ApiError("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL "
-                           "or REPL_NONE.")
+            self.ctx.lua_resp = resp
+        self.api.set_resp(resp)
 
     def _lua_hook(self) -> bool:
         ctx = self.ctx
@@ -323,6 +359,11 @@ class Engine:
                 and time.monotonic() - ctx.start >= self._busy_threshold:
             self._serve_while_busy(ctx)
         return ctx.killed
+
+    def _lua_killed(self) -> None:
+        """The hook of a killed script (every line from the kill on): raise the kill."""
+        log.warning("Lua script killed by user with SCRIPT KILL.")
+        raise CommandError("ERR Script killed by user with SCRIPT KILL...")
 
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:

@@ -100,26 +100,10 @@ local function error_table(msg)
     end
     return {err = (sgsub(msg, "[\r\n]+$", ""))}
 end
-redis.error_reply = function(msg)
-    if type(msg) ~= "string" and type(msg) ~= "number" then
-        return {err = "ERR wrong number or type of arguments"}
-    end
-    msg = tostring(msg)
-    if sbyte(msg, 1) ~= 45 then msg = "-" .. msg end
-    return error_table(msg)
-end
-redis.status_reply = function(msg)
-    if type(msg) ~= "string" and type(msg) ~= "number" then
-        return {err = "ERR wrong number or type of arguments"}
-    end
-    return {ok = tostring(msg)}
-end
-redis.sha1hex = function(s)
-    if type(s) ~= "string" and type(s) ~= "number" then
-        error("wrong number of arguments", 0)
-    end
-    return host_sha1hex(tostring(s))
-end
+-- Python functions (C functions to Lua, as in Redis): see pykv.scripting.helpers
+redis.error_reply = host.error_reply
+redis.status_reply = host.status_reply
+redis.sha1hex = host.sha1hex
 redis.log = host.log
 -- a C function (not a Lua wrapper): a tail call to it keeps the script's frame, which
 -- error positions need. It checks the argument and tells us through set_resp below.
@@ -366,10 +350,19 @@ local function error_info(err)
     return {msg = msg, source = source, line = line}
 end
 
+-- A kill is final (as in Redis): from then on the hook runs on every line of Lua code
+-- (not of this prelude, whose frames stand for Redis's C functions) and raises again, so
+-- a pcall that caught it cannot keep the script alive.
+local prelude_source = getinfo(1, "S").source
+local host_killed = host.killed
+local function killed_hook()
+    if getinfo(2, "S").source ~= prelude_source then host_killed() end
+end
+
 local function hook()
     if host_hook() then
-        sethook()
-        error("Script killed by user with SCRIPT KILL...", 0)
+        sethook(killed_hook, "l")
+        host_killed()
     end
 end
 

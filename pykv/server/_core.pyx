@@ -307,6 +307,7 @@ cdef class ClientCore:
         if found is None:
             found = server.commands.get(argv[0].lower())
             if found is None:
+                self.last_cmd = None  # Redis's lastcmd is set by the lookup (CLIENT LIST)
                 self.reject(errors.unknown_command(argv), None)
                 return
             if len(server.command_lookup) < 4096:
@@ -316,12 +317,15 @@ cdef class ClientCore:
             if argc >= 2:
                 found = cmd.subcommands.get(argv[1].lower())
                 if found is None:
+                    self.last_cmd = None
                     self.reject(errors.unknown_subcommand(argv[1], argv[0]), None)
                     return
                 cmd = <CommandCore>found
         elif cmd.handler is None:
+            self.last_cmd = None
             self.reject(errors.unknown_command(argv), None)
             return
+        self.last_cmd = cmd
         arity = cmd.arity
         if (arity > 0 and argc != arity) or argc < -arity:
             self.reject(errors.wrong_arity(cmd.fullname), cmd)
@@ -352,15 +356,16 @@ cdef class ClientCore:
         if server.busy_script is not None and not cmd.allow_busy:  # a script past its limit
             self.reject(server.busy_script.busy_error, cmd)
             return
+        if self.multi is not None and not cmd.multi_immediate and cmd.no_multi:
+            self.reject(errors.NOT_IN_MULTI, cmd)
+            return
+        # before MULTI queueing, as Redis 7.0: a write is held back, not queued
+        if server.pause_active and server.should_pause(self, cmd, argv):
+            server.postpone(self, argv)
+            return
         if self.multi is not None and not cmd.multi_immediate:
-            if cmd.no_multi:
-                self.reject(errors.NOT_IN_MULTI, cmd)
-                return
             self.multi.append((cmd, argv))
             self.add_reply(_QUEUED)
-            return
-        if server.pause_active and server.should_pause(self, cmd):
-            server.postpone(self, argv)
             return
         self.call(cmd, argv)
         if server.ready_keys:  # keys that blocked clients wait on were written
@@ -370,7 +375,8 @@ cdef class ClientCore:
         """Refuse a command before it runs (counted as rejected, and dirties a MULTI)."""
         if cmd is not None:
             (<CommandCore>cmd).rejected_calls += 1
-            if (<CommandCore>cmd).fullname == "exec":  # Redis's execCommandAbort
+            if (<CommandCore>cmd).fullname == "exec":
+                # Redis's execCommandAbort (EXEC refused: arity, NOAUTH, BUSY, LOADING...)
                 err = errors.exec_abort(err)
                 discard_transaction(self)
         if self.multi is not None:
@@ -386,7 +392,7 @@ cdef class ClientCore:
         cdef long long start, elapsed, usec
         tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
         if tracking is not None:
-            tracking.enter(self)
+            tracking.enter(self, cmd, argv)
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)

@@ -13,10 +13,13 @@ API for command families (lists here; sorted sets BZPOP*/BZMPOP; streams XREAD B
     Redis's ``getTimeoutFromObjectOrReply`` for seconds (a float): the absolute deadline in
     Unix ms, or 0 for "forever". Raises Redis's errors (not a float, negative, overflow).
 
-``block_for_keys(client, keys, deadline_ms, serve, timeout_reply=NULL_ARRAY) -> NO_REPLY``
-    Park ``client`` on ``keys`` (in ``client.db``). The handler returns the result. Callers
-    check ``client.deny_blocking`` first (inside EXEC/scripts a blocking command answers as
-    if it had timed out, with the reply Redis gives there).
+``block_for_keys(client, keys, deadline_ms, serve, timeout_reply=NULL_ARRAY, gone_reply=None)``
+    Park ``client`` on ``keys`` (in ``client.db``); returns ``NO_REPLY``, which the handler
+    returns. Callers check ``client.deny_blocking`` first (inside EXEC/scripts a blocking
+    command answers as if it had timed out, with the reply Redis gives there). With a
+    ``gone_reply`` (XREADGROUP's ``-UNBLOCKED``), the client is answered with it and
+    unblocked as soon as a key it waits on is deleted (DEL, expiry, RENAME/MOVE away,
+    FLUSHALL, SWAPDB); otherwise a deleted key just leaves it waiting.
 
 ``serve(client, key, value) -> bool``
     Called for a ready ``key`` with its live value (any type; None never). Write the reply
@@ -26,13 +29,16 @@ API for command families (lists here; sorted sets BZPOP*/BZMPOP; streams XREAD B
     is gone or every waiter has been offered it once.
 
 ``signal_key_as_ready(db, key)``
-    ``Database.set`` calls this (through ``db.on_key_ready``) when a key someone waits on is
-    written, so families that create keys need do nothing. Call it yourself after changing
-    an existing value in place that a client may be waiting on (XADD).
+    The keyspace calls this (through ``db.on_key_ready``) when a key someone waits on is
+    written or deleted (or flushed), so families that create keys need do nothing. Call it
+    yourself after changing an existing value in place that a client may be waiting on
+    (XADD). Keys made ready outside a command (active expiry) are served at the end of the
+    loop iteration, as Redis's beforeSleep does.
 
 ``scan_database_for_ready_keys(db)``
-    Signal every waited-on key that exists (after SWAPDB, which swaps contents but leaves the
-    waiting clients on their database number, as Redis does).
+    Signal every waited-on key (after SWAPDB, which swaps contents but leaves the waiting
+    clients on their database number, as Redis does): present keys may serve waiters,
+    missing ones unblock the ``gone_reply`` waiters.
 
 The server exposes ``server.unblock_client(client, error)`` (CLIENT UNBLOCK),
 ``server.blocked_count`` and ``server.blocking.timeout_count`` (INFO clients), and the
@@ -62,6 +68,7 @@ TIMEOUT_NOT_FLOAT = ErrorReply(b"ERR timeout is not a float or out of range")
 TIMEOUT_NEGATIVE = ErrorReply(b"ERR timeout is negative")
 TIMEOUT_OUT_OF_RANGE = ErrorReply(b"ERR timeout is out of range")
 UNBLOCKED_ERROR = ErrorReply(b"UNBLOCKED client unblocked via CLIENT UNBLOCK")
+KEY_DELETED_ERROR = ErrorReply(b"UNBLOCKED the stream key no longer exists")
 INTERNAL_ERROR = ErrorReply(b"ERR internal error while running the command")
 log = logging.getLogger("pykv")
 
@@ -97,16 +104,17 @@ def parse_timeout(arg: bytes) -> int:
 class BlockedState:
     """What a parked client waits for (``client.blocked`` while it is blocked)."""
 
-    __slots__ = ("client", "db", "keys", "serve", "timeout_reply", "timer", "deadline",
-                 "call_usec", "argv")
+    __slots__ = ("client", "db", "keys", "serve", "timeout_reply", "gone_reply", "timer",
+                 "deadline", "call_usec", "argv")
 
     def __init__(self, client: Client, db: Database, keys: list[bytes], serve: Serve,
-                 timeout_reply: Any, deadline: int) -> None:
+                 timeout_reply: Any, deadline: int, gone_reply: Any = None) -> None:
         self.client = client
         self.db = db
         self.keys = keys
         self.serve = serve
         self.timeout_reply = timeout_reply
+        self.gone_reply = gone_reply  # the answer when a waited key is deleted, or None
         self.deadline = deadline
         self.timer: Any = None
         # the blocking call's own duration and command line (the dispatcher sets them once
@@ -127,17 +135,19 @@ class Blocking:
         self._handling = False
         self._unblocked: list[Client] = []
         self._drain_scheduled = False
+        self._ready_scheduled = False
         for db in server.dbs:
             db.on_key_ready = self.signal_key_as_ready
         server.client_close_hooks.append(self._on_client_close)
 
     # -- blocking ------------------------------------------------------------------------
     def block_for_keys(self, client: Client, keys: list[bytes], deadline_ms: int,
-                       serve: Serve, timeout_reply: Any = NULL_ARRAY) -> Any:
+                       serve: Serve, timeout_reply: Any = NULL_ARRAY,
+                       gone_reply: Any = None) -> Any:
         from pykv.server.client import NO_REPLY
 
         db = client.db
-        state = BlockedState(client, db, [], serve, timeout_reply, deadline_ms)
+        state = BlockedState(client, db, [], serve, timeout_reply, deadline_ms, gone_reply)
         waiting = db.blocking_keys
         for key in keys:
             if key in state.keys:
@@ -235,16 +245,30 @@ class Blocking:
         state = client.blocked
         if isinstance(state, BlockedState):
             self._detach(state)
+        if client.paused:  # held back by CLIENT PAUSE: its command is dropped
+            client.paused = False
+            server = self.server
+            server.postponed = deque(e for e in server.postponed if e[0] is not client)
 
     # -- ready keys ----------------------------------------------------------------------
     def signal_key_as_ready(self, db: Database, key: bytes) -> None:
         if key in db.blocking_keys:
             self.ready[(db.id, key)] = db
+            if not self._ready_scheduled and self.server.loop is not None:
+                # a command's ready keys are served right after it by the dispatcher; this
+                # serves those made ready by anything else (the expire cycle, a timer)
+                self._ready_scheduled = True
+                self.server.loop.call_soon(self._serve_ready_later)
+
+    def _serve_ready_later(self) -> None:
+        self._ready_scheduled = False
+        if self.ready:
+            self.handle_ready_keys()
 
     def scan_database_for_ready_keys(self, db: Database) -> None:
+        # a waiter with a gone_reply waits on a key that exists, so a missing one went
         for key in list(db.blocking_keys):
-            if db.get(key, touch=False) is not None:
-                self.ready[(db.id, key)] = db
+            self.signal_key_as_ready(db, key)
 
     def handle_ready_keys(self) -> None:
         """Serve clients waiting on the keys made ready by the command that just ran."""
@@ -266,6 +290,9 @@ class Blocking:
         if not queue:
             return
         self.server.clock.update()
+        if db.get(key, touch=False) is None:
+            self._unblock_gone(queue)
+            return
         for state in list(queue):
             client = state.client
             if client.blocked is not state or client.closed:
@@ -285,6 +312,18 @@ class Blocking:
                 self._detach(state)
                 self._resume(client)
 
+    def _unblock_gone(self, queue: deque) -> None:
+        """The key went: answer the waiters that must hear it (Redis's
+        ``unblockDeletedStreamReadgroupClients``), in the order they blocked."""
+        for state in list(queue):
+            client = state.client
+            if state.gone_reply is None or client.blocked is not state or client.closed:
+                continue
+            answer_failed(client, state.gone_reply)
+            self._account_served(client, state, 0)
+            self._detach(state)
+            self._resume(client)
+
     def _account_served(self, client: Client, state: BlockedState, serve_ns: int) -> None:
         """Redis 7.0's statistics for a served blocked command: its calls were counted when
         it blocked; now the time of the blocking call plus the time to serve it is added to
@@ -302,8 +341,19 @@ class Blocking:
             self.server.slowlog_push(client, state.argv, usec)
 
 
+def answer_failed(client: Client, err: ErrorReply) -> bool:
+    """Answer a parked client with an error as Redis's updateStatsOnUnblock with errors
+    does (errorstats, and the served call counts as failed); True, as ``serve`` returns
+    for a client it unblocked."""
+    client.add_reply(err)
+    client.server.count_error(err)
+    if client.last_cmd is not None:
+        client.last_cmd.failed_calls += 1
+    return True
+
+
 def block_for_keys(client: Client, keys: list[bytes], deadline_ms: int, serve: Serve,
-                   timeout_reply: Any = NULL_ARRAY) -> Any:
+                   timeout_reply: Any = NULL_ARRAY, gone_reply: Any = None) -> Any:
     """Park ``client`` on ``keys`` (see the module docstring); returns ``NO_REPLY``."""
     return client.server.blocking.block_for_keys(client, keys, deadline_ms, serve,
-                                                 timeout_reply)
+                                                 timeout_reply, gone_reply)

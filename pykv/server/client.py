@@ -41,6 +41,14 @@ __all__ = [
 ]
 
 log = logging.getLogger("pykv")
+VERBOSE = 15  # Redis's verbose log level (pykv.server.lifecycle.redislog)
+# what Redis logs for a protocol error, by the reply text (setProtocolError's errstr)
+_PROTOCOL_ERROR_LOG = {
+    "invalid multibulk length": "invalid mbulk count",
+    "unauthenticated multibulk length": "unauth mbulk count",
+    "unauthenticated bulk length": "unauth bulk length",
+    "unbalanced quotes in request": "unbalanced quotes in inline request",
+}
 
 
 class Client(ClientCore):
@@ -113,8 +121,14 @@ class Client(ClientCore):
         err = ErrorReply(b"ERR " + message.encode("latin-1", "replace"))
         self.add_reply(err)
         self.server.count_error(err)
-        log.info("Protocol error (%s) from client: id=%d addr=%s", message, self.id,
-                 self.conn.peer_address() if self.conn else "?")
+        if log.isEnabledFor(VERBOSE):
+            text = message.removeprefix("Protocol error: ")
+            if text.startswith("expected '$'"):
+                text = "expected $ but got something else"
+            from pykv.server.client_info import client_info_line
+
+            log.log(VERBOSE, "Protocol error (%s) from client: %s.",
+                    _PROTOCOL_ERROR_LOG.get(text, text), client_info_line(self))
         self.parser.reset()
         self.closing = True
 
@@ -137,6 +151,12 @@ class Client(ClientCore):
     def add_push(self, reply: Any) -> None:
         """Out-of-band data (pub/sub, invalidations): ignores CLIENT REPLY and flushes."""
         write_reply(self.out, reply, self.resp)
+
+    def end_skipped_command(self) -> None:
+        """A command that answered only with pushes is over: under CLIENT REPLY SKIP it
+        was the skipped one (Redis skips per command; ``add_reply`` counts replies)."""
+        if self.reply_mode == REPLY_SKIP:
+            self.reply_mode = REPLY_ON
 
     def close_now(self) -> None:
         """Flush what is buffered and close the connection."""

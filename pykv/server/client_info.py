@@ -22,8 +22,8 @@ def client_flags(c: Any) -> str:
         flags += "P"
     if c.multi is not None:
         flags += "x"
-    if c.blocked is not None or c.paused:
-        flags += "b"
+    if c.blocked is not None or (c.paused and c.server.pause_active):
+        flags += "b"  # (held by CLIENT PAUSE; after UNPAUSE it only waits for its turn)
     tracking = c.tracking
     if tracking:
         flags += "t"

@@ -22,7 +22,7 @@ from pykv.config import Config
 from pykv.config import runtime as config_runtime
 from pykv.net import Connection, Listener, ListenerSpec, get_connection_type
 from pykv.protocol import ErrorReply
-from pykv.server import replybuf
+from pykv.server import pause, replybuf
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
@@ -33,6 +33,7 @@ from pykv.storage.aof import AofLoadError, AppendOnlyFile
 from pykv.storage.keyspace import Clock, Database
 from pykv.storage.persistence import RdbPersistence
 from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb.file import load_failure_report
 
 log = logging.getLogger("pykv")
 
@@ -81,12 +82,17 @@ class Server(ServerCore):
         self.startup_hooks: list[Callable[[], None]] = []
         # MONITOR's line for a command (plugged in by the MONITOR family)
         self.format_monitor_line: Callable[[Client, list[bytes]], Any] | None = None
+        # a script body's shebang flags (plugged in by the scripting family; CLIENT PAUSE)
+        self.parse_shebang: Callable[[bytes], Any] | None = None
         self._cron_handle: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
+        # the service manager (pykv.server.lifecycle.supervision), when supervised
+        self.supervisor: Any = None
         self.cronloops = 0
         # client pause (CLIENT PAUSE): the connection-commands family fills these in
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         self.pause_write_only = False
         self.postponed: deque[tuple[Client, list[bytes]]] = deque()
         # slow log
@@ -171,6 +177,8 @@ class Server(ServerCore):
         specs = []
         if cfg.port and cfg.bind:  # as in Redis 7.0, no bind address: no TCP listener
             specs.append(ListenerSpec("tcp", binds=list(cfg.bind), port=cfg.port))
+        if cfg.tls_port and cfg.bind:  # tls-port: TLS on the same addresses (pykv.net.tls)
+            specs.append(ListenerSpec("tls", binds=list(cfg.bind), port=cfg.tls_port))
         if cfg.unixsocket:
             opts = {"perm": oct(cfg.unixsocketperm)[2:]} if cfg.unixsocketperm else {}
             specs.append(ListenerSpec("unix", path=cfg.unixsocket, options=opts))
@@ -183,6 +191,12 @@ class Server(ServerCore):
     async def start(self) -> None:
         """Open the listeners, then load the dataset while answering ``-LOADING`` (as Redis
         does: clients can connect during a long load and see ``loading:1`` in INFO)."""
+        await self.open_listeners()
+        await self.load_and_serve()
+        log.info("Ready to accept connections")
+
+    async def open_listeners(self) -> None:
+        """Open every configured listener (any failure closes the ones already open)."""
         self.loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         for spec in self.listener_specs():
@@ -196,6 +210,9 @@ class Server(ServerCore):
                 self.close_listeners()
                 raise
             self.listeners.append(listener)
+
+    async def load_and_serve(self) -> None:
+        """Start the cron and load the dataset; then the server is ready."""
         self._schedule_cron()
         for hook in self.startup_hooks:  # e.g. used_memory_startup: initialised, no data yet
             hook()
@@ -204,7 +221,6 @@ class Server(ServerCore):
         except BaseException:
             self.close_listeners()
             raise
-        log.info("Ready to accept connections")
 
     async def serve_forever(self) -> None:
         await self.start()
@@ -236,6 +252,8 @@ class Server(ServerCore):
                 except StopIteration as finished:
                     loaded = finished.value
                     break
+                if self._stopped is not None and self._stopped.is_set():
+                    return  # shut down while loading (a signal): stop reading
                 if time.monotonic() - last_log > 5:
                     last_log = time.monotonic()
                     total = self.persistence.loading_total or 1
@@ -245,11 +263,12 @@ class Server(ServerCore):
             if self.config.appendonly:
                 self.aof.start(loaded)
         except RdbFormatError as exc:
-            log.warning("Short read or OOM loading DB. Unrecoverable error, aborting now.")
-            raise ValueError(f"Fatal error loading the DB: {exc}. Exiting.") from None
-        except AofLoadError as exc:
-            log.warning("%s", exc)
-            raise ValueError(f"Fatal error loading the append only file: {exc}") from None
+            *lines, last = load_failure_report(exc)  # Redis's lines; main logs the last
+            for line in lines:
+                log.warning("%s", line)
+            raise ValueError(last) from None
+        except AofLoadError as exc:  # the loader logged the lines before this last one
+            raise ValueError(str(exc)) from None
         finally:
             self.loading = False
             gc.freeze()
@@ -285,34 +304,63 @@ class Server(ServerCore):
             aof.kill_rewrite_child()
             aof.stop()
 
-    def request_shutdown_signal(self, signum: int) -> None:
-        """SIGTERM/SIGINT: shut down like SHUTDOWN (saving first when save points exist)."""
-        log.warning("Received %s, scheduling shutdown...",
-                    "SIGINT" if signum == 2 else "SIGTERM")
-        if self.prepare_for_shutdown():
-            self.stop()
+    shutdown_asap = False  # a shutdown signal arrived and its shutdown is under way
 
-    def prepare_for_shutdown(self, save: bool | None = None, force: bool = False) -> bool:
-        """Redis's prepareForShutdown: stop children, save if asked (or if save points are
-        configured and ``save`` is None), run shutdown hooks. False if the save failed and
-        ``force`` is not set: the server then keeps running."""
+    def shutdown_on_signal(self, signum: int) -> None:
+        """SIGTERM/SIGINT (pykv.server.lifecycle.signals): shut down with the flags of
+        ``shutdown-on-sigterm``/``shutdown-on-sigint``; if that fails, keep running."""
+        from pykv.server.lifecycle.signals import flags_for
+
+        if self.prepare_for_shutdown(**flags_for(self.config, signum)):
+            self.stop()
+        self.shutdown_asap = False
+
+    def prepare_for_shutdown(self, save: bool | None = None, force: bool = False,
+                             now: bool = False) -> bool:
+        """Redis's prepareForShutdown/finishShutdown: stop children, fsync the AOF, save if
+        asked (or if save points are configured and ``save`` is None), remove the pidfile
+        and the unix socket, log the goodbye. False if the save failed and ``force`` is not
+        set: the server then keeps running. ``now`` skips waiting for lagging replicas,
+        and pykv has none, so ``shutdown-timeout`` never has anything to wait for."""
+        log.warning("User requested shutdown...")
+        if self.loading:
+            save = False  # never overwrite the dataset with a half-loaded one
         rdb = self.persistence
         rdb.kill_child()
         self.aof.kill_rewrite_child()
         if self.aof.enabled:
+            log.info("Calling fsync() on the AOF file.")
             self.aof.stop()  # flush and fsync what was written
         if save is None:
             save = bool(self.config.save)
         if save:
             log.info("Saving the final RDB snapshot before exiting.")
-            if not rdb.save() and not force:
-                log.warning("Error trying to save the DB, can't exit.")
-                return False
+            if self.supervisor is not None:
+                self.supervisor.notify("STATUS=Saving the final RDB snapshot\n")
+            if not rdb.save():
+                if not force:
+                    log.warning("Error trying to save the DB, can't exit.")
+                    if self.supervisor is not None:
+                        self.supervisor.notify(
+                            "STATUS=Error trying to save the DB, can't exit.\n")
+                    log.warning("Errors trying to shut down the server. Check the logs for "
+                                "more information.")
+                    return False
+                log.warning("Error trying to save the DB. Exit anyway.")
         for hook in self.shutdown_hooks:
             try:
                 hook()
             except Exception:
                 log.exception("shutdown hook failed")
+        if self.config.daemonize or self.config.pidfile:
+            from pykv.server.lifecycle.daemon import remove_pidfile
+
+            remove_pidfile(self.config.pidfile)
+        if self.config.unixsocket and any(
+                getattr(lst, "spec", None) is not None and lst.spec.type == "unix"
+                and lst.spec.path == self.config.unixsocket for lst in self.listeners):
+            log.info("Removing the unix socket file.")
+        self.close_listeners()
         log.warning("Redis is now ready to exit, bye bye...")
         return True
 
@@ -391,6 +439,7 @@ class Server(ServerCore):
         self.stat_net_input_bytes = self.stat_net_output_bytes = 0
         self.stat_keyspace_hits = self.stat_keyspace_misses = 0
         self.stat_total_error_replies = 0
+        self.stat_dump_payload_sanitizations = 0
         self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
 
     # -- slow log and monitor --------------------------------------------------------------
@@ -440,19 +489,11 @@ class Server(ServerCore):
                 mon.flush()
 
     # -- client pause ----------------------------------------------------------------------
-    def should_pause(self, client: Client, cmd: Command) -> bool:
-        """Whether CLIENT PAUSE holds this command back (replicas are never paused)."""
-        if getattr(client, "is_replica", False) or getattr(client, "is_master", False):
-            return False
+    def should_pause(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """Whether CLIENT PAUSE holds this command back (see pykv.server.pause)."""
         if int(time.time() * 1000) >= self.pause_end_ms:
             return False  # over; the pause timer resumes the held clients
-        if not self.pause_write_only:
-            return True
-        if cmd.is_write or cmd.may_replicate or cmd.fullname == "pfcount":
-            return True  # PFCOUNT may write (cache update): Redis pauses it too
-        if cmd.fullname == "exec" and client.multi:
-            return any(q.is_write or q.may_replicate for q, _ in client.multi)
-        return False
+        return pause.should_pause(self, client, cmd, argv)
 
     def postpone(self, client: Client, argv: list[bytes]) -> None:
         client.paused = True
@@ -468,6 +509,7 @@ class Server(ServerCore):
         self.pause_active = True
         self.pause_end_ms = end
         self.pause_write_only = write_only
+        pause.set_expiry_paused(self, True)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
         if self.loop is not None:
@@ -484,17 +526,26 @@ class Server(ServerCore):
         self.unpause_clients()
 
     def unpause_clients(self) -> None:
-        """End the pause; held commands run in the order they arrived."""
+        """End the pause; held commands run in the order they arrived, once the current
+        work is done (Redis runs them before the loop sleeps: the rest of the unpausing
+        client's pipeline goes first)."""
         self.pause_active = False
         self.pause_end_ms = 0
+        pause.set_expiry_paused(self, False)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
         held, self.postponed = self.postponed, deque()
+        if held and self.loop is not None:
+            self.loop.call_soon(self._run_held, held)
+        elif held:
+            self._run_held(held)
+
+    def _run_held(self, held: deque) -> None:
         for client, argv in held:
             if client.closed:
                 continue
-            client.paused = False
+            client.paused = False  # until now its later input waited behind argv
             self.clock.update()
             client.execute(argv)
             if not client.paused:

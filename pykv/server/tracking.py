@@ -19,7 +19,8 @@ invalidation to every tracking client.
 The dispatcher costs one test per command: ``server.tracking`` is None until some client
 turns tracking on. While it is set, ``Client.call`` calls ``enter``/``leave`` around each
 command: ``leave`` remembers the keys the command read and sends the running client its own
-invalidations *after* its reply, as Redis does.
+invalidations *after* its reply, as Redis does. A read-only command a script runs makes
+the script's caller remember the keys its EVAL/FCALL declared (Redis 7.0's rule).
 """
 from __future__ import annotations
 
@@ -104,6 +105,8 @@ class Tracking:
         self.clients = 0  # clients with tracking on
         self.current: Client | None = None  # the top-level client running a command
         self.depth = 0
+        # (client, command, argv) of each call in progress, outermost first
+        self.running: list[tuple[Any, Command, list[bytes]]] = []
         self.pending: list[bytes] = []  # the running client's own invalidations
         self.flush_pending = False
         self._broadcast_scheduled = False
@@ -143,9 +146,8 @@ class Tracking:
                     del self.prefixes[prefix]
         client.tracking = None
         self.clients -= 1
-        if self.clients <= 0:
-            self.clients = 0
-            self.table.clear()
+        if self.clients <= 0:  # the table stays, as in Redis: a client that turns
+            self.clients = 0    # tracking on again still hears of the keys it had read
             self.prefixes.clear()
             if self.depth == 0:
                 self.server.tracking = None
@@ -160,12 +162,13 @@ class Tracking:
             db.on_flush = _chain_flush(db.on_flush, self.flushed)
 
     # -- around each command (Client.call) ---------------------------------------------
-    def enter(self, client: Client) -> None:
+    def enter(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         if self.depth == 0:
             self.current = client
             if self.table and len(self.table) > self.server.config.tracking_table_max_keys:
                 self.limit_used_slots()
         self.depth += 1
+        self.running.append((client, cmd, argv))
 
     def limit_used_slots(self) -> None:
         """Redis's trackingLimitUsedSlots (before each command and from the cron): over
@@ -187,6 +190,7 @@ class Tracking:
 
     def leave(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         self.depth -= 1
+        self.running.pop()
         current = self.current
         if current is not None:
             state = current.tracking
@@ -194,7 +198,7 @@ class Tracking:
                     and cmd.fullname not in _NOT_TRACKED:
                 if (state.optin and state.caching) or (state.optout and not state.caching) \
                         or not (state.optin or state.optout):
-                    self.remember(current, cmd, argv)
+                    self.remember(current, *self._callers_command(current, client, cmd, argv))
         if self.depth > 0:
             return
         self.current = None
@@ -212,6 +216,19 @@ class Tracking:
             self._send_flush()
         if self.clients == 0:
             self.server.tracking = None
+
+    def _callers_command(self, current: Client, client: Any, cmd: Command,
+                         argv: list[bytes]) -> tuple[Command, list[bytes]]:
+        """The command whose keys a read remembers: its own, or, for a read a script
+        made, the keys its caller's EVAL/FCALL declared (Redis 7.0 tracks the caller's
+        command line, so undeclared keys are not tracked and write-only scripts track
+        nothing)."""
+        if client is current:
+            return cmd, argv
+        for runner, outer, outer_argv in reversed(self.running):
+            if runner is current:
+                return outer, outer_argv
+        return cmd, argv
 
     def remember(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         table = self.table

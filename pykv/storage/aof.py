@@ -28,74 +28,26 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from pykv.protocol import ProtocolError, RequestParser
 from pykv.storage._aof_feed import AofFeedCore
-from pykv.storage.rdb.encoding import RdbFormatError
-from pykv.storage.rdb.file import fsync_dir, parse_steps, serialize, write_file
+from pykv.storage.aof_load import load_files
+from pykv.storage.aof_manifest import (  # noqa: F401 - AofLoadError: the server catches it
+    BASE,
+    HISTORY,
+    INCR,
+    AofFile,
+    AofLoadError,
+    Manifest,
+)
+from pykv.storage.persistence import private_dirty
+from pykv.storage.rdb.file import fsync_dir, serialize, write_file
 from pykv.util.steps import run_to_end
 
 log = logging.getLogger("pykv")
 
-BASE, HISTORY, INCR = "b", "h", "i"
-
-
 _MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 _EXEC = b"*1\r\n$4\r\nEXEC\r\n"
-
-
-class AofLoadError(Exception):
-    """The AOF can't be loaded; the message is what the server logs before exiting."""
-
-
-@dataclass
-class AofFile:
-    name: str
-    seq: int
-    kind: str  # BASE, HISTORY or INCR
-
-
-@dataclass
-class Manifest:
-    base: AofFile | None = None
-    incrs: list[AofFile] = field(default_factory=list)
-    history: list[AofFile] = field(default_factory=list)
-
-    def render(self) -> str:
-        lines = []
-        if self.base is not None:
-            lines.append(f"file {self.base.name} seq {self.base.seq} type {BASE}\n")
-        for f in self.history:
-            lines.append(f"file {f.name} seq {f.seq} type {HISTORY}\n")
-        for f in self.incrs:
-            lines.append(f"file {f.name} seq {f.seq} type {INCR}\n")
-        return "".join(lines)
-
-    @classmethod
-    def parse(cls, text: str) -> Manifest:
-        m = cls()
-        for line_no, line in enumerate(text.splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            words = line.split()
-            info = dict(zip(words[0::2], words[1::2], strict=False))
-            try:
-                f = AofFile(info["file"], int(info["seq"]), info["type"])
-            except (KeyError, ValueError):
-                raise AofLoadError(f"Invalid AOF manifest file format (line {line_no})") \
-                    from None
-            if f.kind == BASE:
-                m.base = f
-            elif f.kind == INCR:
-                m.incrs.append(f)
-            elif f.kind == HISTORY:
-                m.history.append(f)
-            else:
-                raise AofLoadError(f"Unknown AOF file type '{f.kind}' in the manifest")
-        return m
 
 
 def encode_command(argv: list[bytes]) -> bytes:
@@ -128,6 +80,11 @@ class AppendOnlyFile(AofFeedCore):
         self.last_rewrite_time_sec = -1
         self.rewrites = 0
         self.consecutive_failures = 0
+        self.flush_sleep_us = 0
+        self.last_cow_size = 0  # what the last successful rewrite child copied on write
+        self._cow_fd = -1
+        self.cur_timestamp = 0  # the last #TS: annotation written (aof-timestamp-enabled)
+        server.config.on_change("aof-timestamp-enabled", lambda _value: self._set_feeder())
         self._new_base: AofFile | None = None
         self._fsync_lock = threading.Lock()
         self._fsync_thread: threading.Thread | None = None
@@ -175,121 +132,75 @@ class AppendOnlyFile(AofFeedCore):
 
     def load_steps(self):
         """Replay the AOF, yielding every so many keys or commands (the server answers
-        ``-LOADING`` in between); returns False when there is no AOF."""
+        ``-LOADING`` in between); returns False when there is no AOF. Refusals raise
+        ``AofLoadError`` (pykv.storage.aof_load has Redis's rules)."""
         if not self.manifest_exists():
             return False
-        with open(self.path(self.manifest_name)) as fh:
-            self.manifest = Manifest.parse(fh.read())
-        files = ([self.manifest.base] if self.manifest.base else []) + self.manifest.incrs
+        self.manifest = self.read_manifest()
         start = time.monotonic()
-        total = 0
-        rdb = self.server.persistence
-        rdb.loading_total = sum(_size(self.path(f.name)) for f in files)
-        rdb.loading_done = 0
-        rdb.loading_start = time.time()
-        for i, f in enumerate(files):
-            last = i == len(files) - 1
-            total += yield from self._load_file(f, last)
-            rdb.loading_done += _size(self.path(f.name))
-        self.current_size = sum(_size(self.path(f.name)) for f in files)
-        self.base_size = self.current_size
-        log.info("DB loaded from append only file: %.3f seconds (%d commands)",
-                 time.monotonic() - start, total)
-        return True
+        loaded = yield from load_files(self, self.manifest)
+        if loaded:
+            log.info("DB loaded from append only file: %.3f seconds", time.monotonic() - start)
+        return bool(loaded)
 
-    def _load_file(self, f: AofFile, last: bool) -> int:
-        path = self.path(f.name)
+    def reload_from_disk(self) -> bool:
+        """DEBUG LOADAOF: read the manifest again, drop history files and replay the AOF
+        into the (emptied) databases; True only for a complete load (Redis's AOF_OK or
+        AOF_EMPTY), False for no AOF or a truncated one; damage raises AofLoadError."""
+        self.manifest = self.read_manifest() if self.manifest_exists() else Manifest()
+        if self.enabled:
+            self._remove_history()
+        loaded = run_to_end(load_files(self, self.manifest))
+        return loaded is True
+
+    def read_manifest(self) -> Manifest:
+        path = self.path(self.manifest_name)
         try:
             with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            raise AofLoadError(f"The AOF file {f.name} doesn't exist") from None
-        if not data:
-            return 0
-        pos = 0
-        if data.startswith(b"REDIS"):
-            pos = yield from self._load_rdb_preamble(data, f.name)
-        return (yield from self._replay(data, pos, path, last))
-
-    def _load_rdb_preamble(self, data: bytes, name: str):
-        server = self.server
-        consumed = [0]
-
-        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
-            db = server.dbs[db_id]
-            db.data[key] = value
-            if expire_ms >= 0:
-                db.expires[key] = expire_ms
-
+                text = fh.read()
+        except OSError as exc:
+            raise AofLoadError(f"Fatal error: can't open the AOF manifest file {path} for "
+                               f"reading: {exc.strerror}") from None
         try:
-            contents = yield from parse_steps(data, server.config, add, verify_checksum=True)
-        except RdbFormatError as exc:
-            raise AofLoadError(f"Bad file format reading the append only file {name}: "
-                               f"{exc}") from None
-        consumed[0] = getattr(contents, "end_offset", len(data))
-        return consumed[0]
-
-    def _replay(self, data: bytes, pos: int, path: str, last: bool):
-        server = self.server
-        client = server.replay_client()
-        parser = RequestParser(1 << 62)
-        parser.feed(data[pos:] if pos else data)
-        count = 0
-        valid_end = pos
-        while True:
-            before = parser.buffered()
-            try:
-                argv = parser.get_command()
-            except ProtocolError:
-                raise AofLoadError(f"Bad file format reading the append only file "
-                                   f"{os.path.basename(path)}: make a backup of your AOF "
-                                   f"file, then use ./redis-check-aof --fix <filename.manifest>"
-                                   ) from None
-            if argv is None:
-                break
-            valid_end += before - parser.buffered()
-            client.execute(argv)
-            count += 1
-            if count % 1024 == 0:
-                yield valid_end
-        leftover = parser.buffered()
-        if client.multi is not None:
-            # an unfinished MULTI at the end: the transaction never completed
-            leftover = len(data) - self._multi_start(data, pos, valid_end)
-            valid_end = len(data) - leftover
-        if leftover:
-            if not last or not self.server.config.aof_load_truncated:
-                raise AofLoadError(
-                    f"Unexpected end of file reading the append only file "
-                    f"{os.path.basename(path)}. You can: 1) Make a backup of your AOF file, "
-                    f"then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively "
-                    f"you can set the 'aof-load-truncated' configuration option to yes and "
-                    f"restart the server.")
-            log.warning("!!! Warning: short read while loading the AOF file %s!!!",
-                        os.path.basename(path))
-            log.warning("!!! Truncating the AOF %s at offset %d !!!",
-                        os.path.basename(path), valid_end)
-            with open(path, "r+b") as fh:
-                fh.truncate(valid_end)
-            log.warning("AOF %s loaded anyway because aof-load-truncated is enabled",
-                        os.path.basename(path))
-        return count
-
-    @staticmethod
-    def _multi_start(data: bytes, pos: int, end: int) -> int:
-        marker = encode_command([b"MULTI"])
-        idx = data.rfind(marker, pos, end)
-        return idx if idx >= 0 else end
+            return Manifest.parse(text)
+        except AofLoadError as exc:
+            for line in getattr(exc, "lines", ()):
+                log.warning("%s", line)
+            raise
 
     def start(self, loaded: bool) -> None:
-        """Open for appending (creating the directory, a base and a manifest if needed)."""
+        """Open for appending at start-up as Redis does: a base is written first when the
+        manifest lists no file at all; writes go on in the last incremental file (a new
+        one only when there is none); then history files are removed."""
         os.makedirs(self.dirpath, exist_ok=True)
         if self.manifest.base is None and not self.manifest.incrs:
             self._write_base_sync()
-        self._open_new_incr()
+            log.info("Creating AOF base file %s on server start", self.manifest.base.name)
+        if self.manifest.incrs:
+            name = self.manifest.incrs[-1].name
+            self.fd = os.open(self.path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self.current_db = -1
+            log.info("Opening AOF incr file %s on server start", name)
+        else:
+            self._open_new_incr()
+            log.info("Creating AOF incr file %s on server start", self.manifest.incrs[-1].name)
+        self._remove_history()
         self.enabled = True
-        self.server.propagate = self.feed
+        self._set_feeder()
         self._start_fsync_thread()
+
+    def _remove_history(self) -> None:
+        """Redis's aofDelHistoryFiles: files a finished rewrite left behind go."""
+        if not self.manifest.history:
+            return
+        for f in self.manifest.history:
+            log.info("Removing the history file %s in the background", f.name)
+            try:
+                os.unlink(self.path(f.name))
+            except OSError:
+                pass
+        self.manifest.history = []
+        self._persist_manifest()
 
     def enable_at_runtime(self) -> None:
         """CONFIG SET appendonly yes: append to a new incr file now; the base comes from a
@@ -300,7 +211,7 @@ class AppendOnlyFile(AofFeedCore):
                 self.manifest = Manifest.parse(fh.read())
         self._open_new_incr()
         self.enabled = True
-        self.server.propagate = self.feed
+        self._set_feeder()
         self._start_fsync_thread()
         self.start_rewrite(open_incr=False)
 
@@ -322,7 +233,9 @@ class AppendOnlyFile(AofFeedCore):
                                                         b"aof-base": b"1"})
         from pykv.storage.aof_rewrite import dataset_as_commands
 
-        return dataset_as_commands(server)
+        stamp = self.timestamp_if_needed(force=True) if server.config.aof_timestamp_enabled \
+            else b""
+        return stamp + dataset_as_commands(server)
 
     def _open_new_incr(self) -> None:
         seq = self._next_seq(INCR)
@@ -337,9 +250,32 @@ class AppendOnlyFile(AofFeedCore):
         self._persist_manifest()
 
     # -- writing -------------------------------------------------------------------------
+    def _set_feeder(self) -> None:
+        """Commands reach ``feed``, or ``feed_stamped`` under ``aof-timestamp-enabled``."""
+        if self.enabled:
+            stamped = self.server.config.aof_timestamp_enabled
+            self.server.propagate = self.feed_stamped if stamped else self.feed
+
+    def timestamp_if_needed(self, force: bool = False) -> bytes:
+        """Redis's ``#TS:<unix time>`` annotation: before the first command of each new
+        second (``force``: always, as at the top of a rewritten base)."""
+        now = int(time.time())
+        if not force and now <= self.cur_timestamp:
+            return b""
+        self.cur_timestamp = now
+        return b"#TS:%d\r\n" % now
+
+    def feed_stamped(self, db_id: int, argv: list[bytes]) -> None:
+        stamp = self.timestamp_if_needed()
+        if stamp:
+            self.buf += stamp
+        self.feed(db_id, argv)
+
     def begin_transaction(self, db_id: int) -> tuple[int, int]:
         """Remember where an EXEC's effects start in the buffer (after the SELECT of the
         database it starts in, which Redis writes before the MULTI)."""
+        if self.server.propagate == self.feed_stamped:
+            self.buf += self.timestamp_if_needed()
         if db_id != self.current_db:
             self.buf += encode_command([b"SELECT", b"%d" % db_id])
             self.current_db = db_id
@@ -359,6 +295,8 @@ class AppendOnlyFile(AofFeedCore):
         """Write the buffer (and fsync under ``always``) before any reply is sent."""
         if not self.buf or self.fd < 0:
             return
+        if self.flush_sleep_us:  # DEBUG AOF-FLUSH-SLEEP
+            time.sleep(self.flush_sleep_us / 1e6)
         data, self.buf = self.buf, bytearray()
         view = memoryview(data)
         try:
@@ -384,6 +322,9 @@ class AppendOnlyFile(AofFeedCore):
             self._fsync_now()
         elif policy == "everysec" and not self._fsync_pending.is_set():
             self._fsync_pending.set()  # Event.set takes a lock: only when it changes
+
+    def fsync_now(self) -> None:
+        self._fsync_now()
 
     def _fsync_now(self) -> None:
         if self.fd >= 0:
@@ -430,7 +371,7 @@ class AppendOnlyFile(AofFeedCore):
             os.close(self.fd)
             self.fd = -1
         self.enabled = False
-        if self.server.propagate == self.feed:
+        if self.server.propagate in (self.feed, self.feed_stamped):
             self.server.propagate = None
 
     # -- rewriting -----------------------------------------------------------------------
@@ -447,9 +388,12 @@ class AppendOnlyFile(AofFeedCore):
         ext = "rdb" if self.server.config.aof_use_rdb_preamble else "aof"
         self._new_base = AofFile(f"{self.basename}.{seq}.base.{ext}", seq, BASE)
         tmp = self.path(f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        cow_read, cow_write = os.pipe()  # the child's copy-on-write size, when it is done
         try:
             pid = os.fork()
         except OSError as exc:
+            os.close(cow_read)
+            os.close(cow_write)
             log.warning("Can't rewrite append only file in background: fork: %s",
                         exc.strerror)
             self.last_rewrite_ok = False
@@ -458,9 +402,12 @@ class AppendOnlyFile(AofFeedCore):
             code = 1
             try:
                 write_file(tmp, self._base_contents())
+                os.write(cow_write, b"%d" % private_dirty())
                 code = 0
             finally:
                 os._exit(code)
+        os.close(cow_write)
+        self._cow_fd = cow_read
         self.rewrite_pid = pid
         self.rewrite_started = time.time()
         self._rewrite_tmp = tmp
@@ -479,7 +426,9 @@ class AppendOnlyFile(AofFeedCore):
         self.rewrite_pid = -1
         self.last_rewrite_time_sec = int(time.time() - self.rewrite_started)
         ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        cow = self._close_cow_pipe()
         if ok:
+            self.last_cow_size = cow
             try:
                 self._install_new_base()
             except OSError as exc:
@@ -522,6 +471,18 @@ class AppendOnlyFile(AofFeedCore):
         self.base_size = _size(self.path(new_base.name))
         self.current_size = self.base_size + sum(_size(self.path(f.name)) for f in keep)
 
+    def _close_cow_pipe(self) -> int:
+        """What the rewrite child reported (0 if nothing), and the pipe closed."""
+        if self._cow_fd < 0:
+            return 0
+        try:
+            report = os.read(self._cow_fd, 64)
+        except OSError:
+            report = b""
+        os.close(self._cow_fd)
+        self._cow_fd = -1
+        return int(report) if report.isdigit() else 0
+
     def kill_rewrite_child(self) -> None:
         if self.rewrite_pid > 0:
             try:
@@ -533,6 +494,7 @@ class AppendOnlyFile(AofFeedCore):
                 os.unlink(self._rewrite_tmp)
             except OSError:
                 pass
+            self._close_cow_pipe()
             self.rewrite_pid = -1
 
     def cron(self) -> None:
@@ -551,8 +513,10 @@ class AppendOnlyFile(AofFeedCore):
 
     # -- INFO ----------------------------------------------------------------------------
     def info_fields(self) -> dict[str, Any]:
+        # Redis prints these from the appendonly setting (on while the AOF still loads)
+        enabled = bool(self.server.config.appendonly)
         fields: dict[str, Any] = {
-            "aof_enabled": int(self.enabled),
+            "aof_enabled": int(enabled),
             "aof_rewrite_in_progress": int(self.rewrite_pid > 0),
             "aof_rewrite_scheduled": int(self.rewrite_scheduled),
             "aof_last_rewrite_time_sec": self.last_rewrite_time_sec,
@@ -562,11 +526,11 @@ class AppendOnlyFile(AofFeedCore):
             "aof_rewrites": self.rewrites,
             "aof_rewrites_consecutive_failures": self.consecutive_failures,
             "aof_last_write_status": "ok" if self.last_write_ok else "err",
-            "aof_last_cow_size": 0,
+            "aof_last_cow_size": self.last_cow_size,
             "module_fork_in_progress": 0,
             "module_fork_last_cow_size": 0,
         }
-        if self.enabled:
+        if enabled:
             fields.update({
                 "aof_current_size": self.current_size,
                 "aof_base_size": self.base_size,

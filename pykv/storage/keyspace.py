@@ -53,7 +53,7 @@ class Database:
         "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
-        "lfu_decay_time", "on_new_key",
+        "lfu_decay_time", "on_new_key", "expire_paused",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -86,6 +86,8 @@ class Database:
         self.on_new_key: Callable[[Database, bytes], None] | None = None
         self.lfu_log_factor = 10
         self.lfu_decay_time = 1
+        # CLIENT PAUSE: expired keys read as missing but are not deleted (Redis 7.0)
+        self.expire_paused = False
 
     def __len__(self) -> int:
         return len(self.data)
@@ -99,7 +101,8 @@ class Database:
         if self.expires:
             when = self.expires.get(key)
             if when is not None and when <= self.clock.ms:
-                self.expire_now(key)
+                if not self.expire_paused:
+                    self.expire_now(key)
                 return None
         if touch and not self.clock.no_touch:
             if self.lfu:
@@ -151,7 +154,8 @@ class Database:
     def expire_if_needed(self, key: bytes) -> bool:
         when = self.expires.get(key)
         if when is not None and when <= self.clock.ms:
-            self.expire_now(key)
+            if not self.expire_paused:
+                self.expire_now(key)
             return True
         return False
 
@@ -213,6 +217,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.blocking_keys and key in self.blocking_keys:
+            self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -220,6 +226,9 @@ class Database:
     def clear(self) -> int:
         n = len(self.data)
         self.on_flush(self)  # even when empty: FLUSHDB still invalidates client caches
+        for key in self.blocking_keys:
+            if key in self.data:
+                self.on_key_ready(self, key)
         self.data = {}
         self.expires = {}
         self.access = {}
@@ -253,7 +262,7 @@ class Database:
         """
         expired = 0
         expires = self.expires
-        while expires:
+        while expires and not self.expire_paused:
             if self._expire_pos >= len(self._expire_snapshot):
                 self._expire_snapshot = list(expires)
                 self._expire_pos = 0

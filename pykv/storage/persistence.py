@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from pykv import errors
+from pykv.storage.aof_load import EVENT_ITERATIONS, debug_delay
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import parse_steps, serialize, write_atomically
 from pykv.util.steps import run_to_end
@@ -42,9 +43,14 @@ class RdbPersistence:
         self.loading_start = 0.0
         self.loading_total = 0  # bytes of the file being loaded, and how far we are
         self.loading_done = 0
-        self.loaded_keys = 0
+        self.loaded_keys = 0  # rdb_last_load_keys_loaded / _expired
+        self.expired_keys = 0
         self.fork_usec = 0
         self.saves = 0
+        self._progress_fd = -1  # the BGSAVE child's progress reports
+        self._progress = [0, 0]
+        self.cow_size = self.cow_peak = self.last_cow_size = 0  # copy-on-write, in bytes
+        self.cow_updated = 0.0
 
     # -- paths and payload ---------------------------------------------------------------
     @property
@@ -52,7 +58,8 @@ class RdbPersistence:
         cfg = self.server.config
         return os.path.join(cfg.dir, cfg.dbfilename)
 
-    def snapshot(self) -> bytes:
+    def snapshot(self, pace: _Pace | None = None) -> bytes:
+        """The RDB image of the dataset; ``pace`` (in a BGSAVE child) is told of each key."""
         server = self.server
         now = int(time.time())
         aux = {
@@ -66,7 +73,8 @@ class RdbPersistence:
         library_dump = getattr(server, "function_library_sources", None)
         if library_dump is not None:
             functions = library_dump()
-        return serialize(server.dbs, server.config, aux, functions)
+        dbs = server.dbs if pace is None else [_PacedDb(db, pace) for db in server.dbs]
+        return serialize(dbs, server.config, aux, functions)
 
     # -- SAVE -----------------------------------------------------------------------------
     def save(self) -> bool:
@@ -80,6 +88,7 @@ class RdbPersistence:
             self.last_bgsave_ok = False
             return False
         log.info("DB saved on disk")
+        self.saves += 1
         self._saved(time.time())
         self.update_write_denial()
         return True
@@ -93,7 +102,6 @@ class RdbPersistence:
         server.lastsave = self.lastsave
         self.last_save_ok = True
         self.last_bgsave_ok = True
-        self.saves += 1
 
     # -- BGSAVE ---------------------------------------------------------------------------
     @property
@@ -101,22 +109,30 @@ class RdbPersistence:
         return self.child_pid > 0
 
     def bgsave(self) -> bool:
-        """Fork a child that saves; False if the fork failed."""
+        """Fork a child that saves; False if the fork failed. The child reports how many
+        keys it has written through a pipe (INFO's current_save_keys_processed)."""
         server = self.server
         self.last_bgsave_try = time.time()
         self.dirty_before_bgsave = server.dirty
+        total = sum(len(db.data) for db in server.dbs)
+        read_fd, write_fd = os.pipe()
         start = time.monotonic()
         try:
             pid = os.fork()
         except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
             log.warning("Can't save in background: fork: %s", exc.strerror)
             self.last_bgsave_ok = False
             return False
         if pid == 0:  # child: save and leave without running any parent machinery
             code = 1
             try:
+                os.close(read_fd)
                 _reset_child_signals()
-                write_atomically(self.path, self.snapshot())
+                pace = _Pace(write_fd, server.config.rdb_key_save_delay)
+                write_atomically(self.path, self.snapshot(pace))
+                pace.finish()
                 code = 0
             except BaseException as exc:  # noqa: BLE001 - the child must always exit
                 try:
@@ -125,12 +141,53 @@ class RdbPersistence:
                     pass
             finally:
                 os._exit(code)
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        self._progress_fd = read_fd
+        self._progress = [0, total]
         self.fork_usec = int((time.monotonic() - start) * 1e6)
         self.child_pid = pid
         self.child_type = "rdb"
         self.child_started = time.time()
+        self.saves += 1  # Redis counts a save when it starts (rdb_saves)
         log.info("Background saving started by pid %d", pid)
         return True
+
+    def child_progress(self) -> tuple[int, int]:
+        """(keys written so far, keys at fork time) of the running BGSAVE child."""
+        self._read_reports()
+        return self._progress[0], self._progress[1]
+
+    def _read_reports(self) -> None:
+        """Drain the child's ``<keys> <cow bytes>`` lines (``E <cow bytes>``: its last)."""
+        fd = self._progress_fd
+        if fd < 0:
+            return
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        for line in data.split(b"\n"):
+            words = line.split()
+            if len(words) != 2:
+                continue
+            cow = int(words[1])
+            if words[0] == b"E":
+                self.last_cow_size = cow
+                continue
+            self._progress[0] = int(words[0])
+            self.cow_size = cow
+            self.cow_peak = max(self.cow_peak, cow)
+            self.cow_updated = time.monotonic()
+
+    def _close_progress(self) -> None:
+        if self._progress_fd >= 0:
+            self._read_reports()
+            os.close(self._progress_fd)
+            self._progress_fd = -1
+        self._progress = [0, 0]
+        self.cow_size = self.cow_peak = 0
+        self.cow_updated = 0.0
 
     def check_child(self) -> None:
         """Reap a finished BGSAVE child (called from the cron)."""
@@ -144,16 +201,19 @@ class RdbPersistence:
             return
         self.child_pid = -1
         self.child_type = ""
+        self._close_progress()
         self.last_bgsave_time_sec = int(time.time() - self.child_started)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             log.info("Background saving terminated with success")
             self._saved(self.child_started, self.dirty_before_bgsave)
+        elif os.WIFSIGNALED(status):
+            log.warning("Background saving terminated by signal %d", os.WTERMSIG(status))
+            _remove_temp(pid, self.server.config.dir)
+            # SIGUSR1 is how the server itself stops a child: not a failure (Redis's rule)
+            if os.WTERMSIG(status) != signal.SIGUSR1:
+                self.last_bgsave_ok = False
         else:
-            if os.WIFSIGNALED(status):
-                log.warning("Background saving terminated by signal %d", os.WTERMSIG(status))
-                _remove_temp(pid, self.server.config.dir)
-            else:
-                log.warning("Background saving error")
+            log.warning("Background saving error")
             self.last_bgsave_ok = False
         self.update_write_denial()
         if self.bgsave_scheduled:
@@ -173,6 +233,7 @@ class RdbPersistence:
             _remove_temp(self.child_pid, self.server.config.dir)
             self.child_pid = -1
             self.child_type = ""
+            self._close_progress()
 
     # -- save points ----------------------------------------------------------------------
     def save_points(self) -> list[tuple[int, int]]:
@@ -229,32 +290,10 @@ class RdbPersistence:
         server = self.server
         self.loading_start = time.time()
         start = time.monotonic()
-        now_ms = int(time.time() * 1000)
-        count = 0
-        expired = 0
-
-        dbs = server.dbs
-
-        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
-            nonlocal count, expired
-            if db_id >= len(dbs):
-                raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
-                                     f"configured to handle more than {len(dbs)} "
-                                     f"databases. Exiting")
-            if 0 <= expire_ms < now_ms:
-                expired += 1
-                return
-            db = dbs[db_id]
-            if not replace and key in db.data:
-                raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
-            db.data[key] = value
-            if expire_ms >= 0:
-                db.expires[key] = expire_ms
-            count += 1
-
+        on_key = self.key_loader(replace, skip_expired=True)
         self.loading_total = len(data)
         self.loading_done = 0
-        steps = parse_steps(data, server.config, add,
+        steps = parse_steps(data, server.config, on_key,
                             verify_checksum=getattr(server.config, "rdbchecksum", True))
         while True:
             try:
@@ -262,55 +301,165 @@ class RdbPersistence:
             except StopIteration as done:
                 contents = done.value
                 break
-            yield self.loading_done
+            for _ in range(EVENT_ITERATIONS):  # accept, read, reply
+                yield self.loading_done
         restore = getattr(server, "restore_function_libraries", None)
         if contents.functions and restore is not None:
             restore(contents.functions)
-        self.loaded_keys = count
-        log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", count, expired)
+        server.stat_dump_payload_sanitizations = \
+            getattr(server, "stat_dump_payload_sanitizations", 0) + contents.sanitized
+        count, expired = self.loaded_keys, self.expired_keys
+        if contents.empty_keys:
+            log.warning("Done loading RDB, keys loaded: %d, keys expired: %d, empty keys "
+                        "skipped: %d.", count, expired, contents.empty_keys)
+        else:
+            log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", count, expired)
         log.info("DB loaded from disk: %.3f seconds", time.monotonic() - start)
         return True
 
+    def key_loader(self, replace: bool = True, skip_expired: bool = False):
+        """The per-key callback of an RDB load (a dump or an AOF's RDB base): stores the key,
+        counts it in ``loaded_keys``/``expired_keys`` and applies ``key-load-delay``.
+
+        A key already present is overwritten, or (``replace`` False) fails the load as a
+        duplicate; already-expired keys are dropped when ``skip_expired`` (an AOF base keeps
+        them, as Redis does: their DELs follow in the log)."""
+        dbs = self.server.dbs
+        config = self.server.config
+        now_ms = int(time.time() * 1000)
+        self.loaded_keys = self.expired_keys = 0
+
+        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
+            if db_id >= len(dbs):
+                raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
+                                     f"configured to handle more than {len(dbs)} "
+                                     f"databases. Exiting")
+            if skip_expired and 0 <= expire_ms < now_ms:
+                self.expired_keys += 1
+                return
+            db = dbs[db_id]
+            if not replace and key in db.data:
+                raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
+            db.data[key] = value
+            if expire_ms >= 0:
+                db.expires[key] = expire_ms
+            self.loaded_keys += 1
+            if config.key_load_delay:
+                debug_delay(config.key_load_delay)
+
+        return add
+
     # -- INFO -----------------------------------------------------------------------------
     def info_fields(self) -> dict[str, Any]:
+        """``INFO persistence``, every field Redis 7.0 prints, in its order."""
         server = self.server
         now = time.time()
-        loading = server.loading
-        fields: dict[str, Any] = {"loading": int(loading)}
-        if loading:
-            elapsed = max(now - self.loading_start, 1e-6)
-            perc = 100.0 * self.loading_done / self.loading_total if self.loading_total else 0
-            rate = self.loading_done / elapsed
+        saving = self.child_type == "rdb"
+        progress = self.child_progress() if self.child_running else (0, 0)
+        processed, total = progress if saving else (0, 0)
+        fields: dict[str, Any] = {
+            "loading": int(server.loading),
+            "async_loading": 0,
+            "current_cow_peak": self.cow_peak,
+            "current_cow_size": self.cow_size,
+            "current_cow_size_age":
+                int(time.monotonic() - self.cow_updated) if self.cow_updated else 0,
+            "current_fork_perc": f"{100.0 * processed / total if total else 0:.2f}",
+            "current_save_keys_processed": processed,
+            "current_save_keys_total": total,
+            "rdb_changes_since_last_save": server.dirty,
+            "rdb_bgsave_in_progress": int(saving),
+            "rdb_last_save_time": self.lastsave,
+            "rdb_last_bgsave_status": "ok" if self.last_bgsave_ok else "err",
+            "rdb_last_bgsave_time_sec": self.last_bgsave_time_sec,
+            "rdb_current_bgsave_time_sec": int(now - self.child_started) if saving else -1,
+            "rdb_saves": self.saves,
+            "rdb_last_cow_size": self.last_cow_size,
+            "rdb_last_load_keys_expired": self.expired_keys,
+            "rdb_last_load_keys_loaded": self.loaded_keys,
+            **server.aof.info_fields(),
+        }
+        if server.loading:
+            elapsed = int(now) - int(self.loading_start)
+            remaining = self.loading_total - self.loading_done
             fields.update({
                 "loading_start_time": int(self.loading_start),
                 "loading_total_bytes": self.loading_total,
                 "loading_rdb_used_mem": 0,
                 "loading_loaded_bytes": self.loading_done,
-                "loading_loaded_perc": f"{perc:.2f}",
-                "loading_eta_seconds": int((self.loading_total - self.loading_done) / rate)
-                if rate else 1,
+                "loading_loaded_perc":
+                    f"{100.0 * self.loading_done / (self.loading_total + 1):.2f}",
+                "loading_eta_seconds":
+                    elapsed * remaining // (self.loading_done + 1) if elapsed else 1,
             })
-        return fields | {
-            "async_loading": 0,
-            "current_cow_peak": 0,
-            "current_cow_size": 0,
-            "current_cow_size_age": 0,
-            "current_fork_perc": "0.00",
-            "current_save_keys_processed": 0,
-            "current_save_keys_total": 0,
-            "rdb_changes_since_last_save": server.dirty,
-            "rdb_bgsave_in_progress": int(self.child_type == "rdb"),
-            "rdb_last_save_time": self.lastsave,
-            "rdb_last_bgsave_status": "ok" if self.last_bgsave_ok else "err",
-            "rdb_last_bgsave_time_sec": self.last_bgsave_time_sec,
-            "rdb_current_bgsave_time_sec": int(now - self.child_started)
-            if self.child_type == "rdb" else -1,
-            "rdb_saves": self.saves,
-            "rdb_last_cow_size": 0,
-            "rdb_last_load_keys_expired": 0,
-            "rdb_last_load_keys_loaded": self.loaded_keys,
-            **server.aof.info_fields(),
-        }
+        return fields
+
+
+class _Pace:
+    """Per key written by a BGSAVE child: ``rdb-key-save-delay``, and every 1024 keys (at
+    most once a second) the count so far to the parent, as Redis's rdbSaveDb does."""
+
+    def __init__(self, fd: int, delay_us: int) -> None:
+        self.fd = fd
+        self.delay_us = delay_us
+        self.count = 0
+        self.reported = 0.0
+
+    def after_key(self) -> None:
+        if self.delay_us:
+            debug_delay(self.delay_us)
+        self.count += 1
+        if (self.count - 1) & 1023 == 0:
+            now = time.monotonic()
+            if now - self.reported >= 1.0:
+                self.reported = now
+                self._send(b"%d %d\n" % (self.count, private_dirty()))
+
+    def finish(self) -> None:
+        self._send(b"E %d\n" % private_dirty())
+
+    def _send(self, line: bytes) -> None:
+        try:
+            os.write(self.fd, line)
+        except OSError:
+            pass
+
+
+def private_dirty() -> int:
+    """This process's copy-on-write cost: its private dirty pages (Redis reads the same
+    figure from /proc/self/smaps in a fork child)."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Private_Dirty:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+class _PacedDb:
+    """A database as the RDB writer walks it in the child, each key told to ``pace``."""
+
+    def __init__(self, db: Any, pace: _Pace) -> None:
+        self.id = db.id
+        self.expires = db.expires
+        self.data = _PacedItems(db.data, pace)
+
+
+class _PacedItems:
+    def __init__(self, data: Any, pace: _Pace) -> None:
+        self._data = data
+        self._pace = pace
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def items(self):
+        after_key = self._pace.after_key
+        for item in self._data.items():
+            yield item
+            after_key()
 
 
 def _rss_bytes() -> int:
@@ -322,8 +471,10 @@ def _rss_bytes() -> int:
 
 
 def _reset_child_signals() -> None:
+    """A BGSAVE child finishes its save on SIGTERM/SIGINT (Redis's child only notes a
+    shutdown request it never acts on); SIGUSR1, the server's own stop, ends it."""
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
+        signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGUSR1, signal.SIG_DFL)
 
 

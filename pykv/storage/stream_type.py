@@ -671,38 +671,77 @@ def save_stream(w: Any, value: StreamValue) -> None:
             _save_pel(w, consumer.pel, False)
 
 
+def _lp_int(item: bytes) -> int:
+    """A listpack element the stream format says is an integer (``lpGetIntegerIfValid``)."""
+    value = string2ll(item)
+    if value is None:
+        raise ValueError("not an integer")
+    return value
+
+
 def _parse_node(key: bytes, blob: bytes) -> Node:
+    """One node listpack, checked as Redis's deep ``streamValidateListpackIntegrity``:
+    the master entry, then exactly ``live + dead`` entries, each closed by its lp-count."""
     from pykv.storage.rdb.encoding import RdbFormatError, listpack_decode
 
     if len(key) != 16:
-        raise RdbFormatError("stream node key is not a 128-bit ID")
-    elems = listpack_decode(blob)
+        raise RdbFormatError("Stream node key entry is not the size of a stream ID")
+    try:
+        elems = listpack_decode(blob, False)
+    except RdbFormatError:
+        raise RdbFormatError("Stream listpack integrity check failed.") from None
     if not elems:
-        raise RdbFormatError("empty listpack inside stream")
+        raise RdbFormatError("Empty listpack inside stream")
     try:
         ints = iter(elems)
-        live, dead, nfields = int(next(ints)), int(next(ints)), int(next(ints))
-        node = Node(decode_id(key), tuple(next(ints) for _ in range(nfields)))
-        if next(ints) != b"0":
-            raise RdbFormatError("bad stream master entry terminator")
+        live, dead, nfields = _lp_int(next(ints)), _lp_int(next(ints)), _lp_int(next(ints))
+        if live < 0 or dead < 0 or nfields < 0:
+            raise ValueError("negative count")
+        node = Node(decode_id(key), tuple([next(ints) for _ in range(nfields)]))
+        if _lp_int(next(ints)) != 0:
+            raise ValueError("bad master entry terminator")
         master = node.master
-        for flag_text in ints:
-            flags = int(flag_text)
-            sid = ((master[0] + int(next(ints))) & U64, (master[1] + int(next(ints))) & U64)
+        entries: list[tuple[StreamID, list[bytes], int]] = []
+        for _ in range(live + dead):
+            flags = _lp_int(next(ints))
+            sid = ((master[0] + _lp_int(next(ints))) & U64,
+                   (master[1] + _lp_int(next(ints))) & U64)
             if flags & FLAG_SAMEFIELDS:
                 flat: list[bytes] = []
                 for f in node.fields:
                     flat.append(f)
                     flat.append(next(ints))
+                extra = 3
             else:
-                n = int(next(ints))
+                n = _lp_int(next(ints))
+                if n < 0:
+                    raise ValueError("negative field count")
                 flat = [next(ints) for _ in range(2 * n)]
-            next(ints)  # lp-count
-            node.append(sid, flat, flags)
+                extra = 4 + n
+            if _lp_int(next(ints)) != len(flat) // 2 + extra:
+                raise ValueError("lp-count mismatch")
+            entries.append((sid, flat, flags))
+        if next(ints, None) is not None:
+            raise ValueError("trailing elements")
     except (StopIteration, ValueError):
-        raise RdbFormatError("corrupt stream listpack") from None
-    if (node.live, node.dead) != (live, dead) or not node.ids:
-        raise RdbFormatError("stream listpack counters do not match its entries")
+        raise RdbFormatError("Stream listpack integrity check failed.") from None
+    if sum(1 for _, _, flags in entries if not flags & FLAG_DELETED) != live:
+        raise RdbFormatError("Stream listpack integrity check failed.")
+    # Live entries must ascend from the master ID. A deleted entry's ID is never looked at
+    # by Redis, so one out of order is dropped rather than kept (lookups bisect the IDs).
+    live_ids = [sid for sid, _, flags in entries if not flags & FLAG_DELETED]
+    if any(b <= a for a, b in zip(live_ids, live_ids[1:], strict=False)) or \
+            (live_ids and live_ids[0] < node.master):
+        raise RdbFormatError("stream entry IDs out of order")
+    following = iter(live_ids)
+    upper = next(following, None)
+    for sid, flat, flags in entries:
+        if not flags & FLAG_DELETED:
+            upper = next(following, None)
+        elif sid < node.master or (node.ids and sid <= node.ids[-1]) or \
+                (upper is not None and sid >= upper):
+            continue
+        node.append(sid, flat, flags)
     return node
 
 
@@ -711,23 +750,47 @@ def _load_pel(r: Any, nacks: bool) -> list[tuple[StreamID, int, int]]:
     for _ in range(r.length()):
         sid = decode_id(r.take(16))
         if nacks:
-            out.append((sid, r.millis(), r.length()))
+            out.append((sid, r.millis(), _signed64(r.length())))  # Redis's long long
         else:
             out.append((sid, 0, 0))
     return out
 
 
-def load_stream(r: Any, type_byte: int, config: Any) -> StreamValue:
-    """Read a type 15 (RDB 9) or type 19 (Redis 7.0) stream body."""
+def _drop_tombstones_after(s: StreamValue, last_id: StreamID) -> None:
+    """Deleted entries above the stream's last ID (invisible in Redis) would sort after
+    the next XADD; they go."""
+    for i in range(len(s.nodes) - 1, -1, -1):
+        node = s.nodes[i]
+        if node.ids[-1] <= last_id:
+            return
+        kept = Node(node.master, node.fields)  # rebuilt: its byte size is recomputed
+        for sid, flat, flags in zip(node.ids, node.items, node.flags, strict=True):
+            if sid <= last_id:
+                kept.append(sid, flat, flags)
+        s.nodes[i] = kept
+
+
+def load_stream(r: Any, type_byte: int, config: Any, integrity: Any = None) -> StreamValue:
+    """Read a type 15 (RDB 9) or type 19 (Redis 7.0) stream body.
+
+    Beyond Redis's own checks, the IDs must make sense as one stream (nodes and entries
+    ascending, every entry at or after its node's master ID and before the next node,
+    ``last_id`` not behind any entry, the length and entries-added counters agreeing with
+    the entries), since pykv's lookups rely on that order as Redis's do."""
     from pykv.storage.rdb.encoding import TYPE_STREAM_LISTPACKS_2, RdbFormatError
 
     v2 = type_byte == TYPE_STREAM_LISTPACKS_2
     s = StreamValue()
+    top: StreamID | None = None  # the highest ID (live or deleted) of the nodes so far
     for _ in range(r.length()):
         key = r.string()
-        node = _parse_node(key, r.string())
-        if s.masters and node.master <= s.masters[-1]:
+        blob = r.string()
+        if integrity is not None:
+            integrity.checked()
+        node = _parse_node(key, blob)
+        if top is not None and node.master <= top:
             raise RdbFormatError("stream nodes out of order")
+        top = node.ids[-1] if node.ids else node.master
         if node.live == 0:
             continue
         s.nodes.append(node)
@@ -737,39 +800,46 @@ def load_stream(r: Any, type_byte: int, config: Any) -> StreamValue:
     if v2:
         s.first_id = (r.length(), r.length())
         s.max_deleted = (r.length(), r.length())
-        s.entries_added = r.length()
+        s.entries_added = _signed64(r.length())
     else:
         s.first_id = s.first_entry_id()
         s.entries_added = s.length
-    if s.length != sum(node.live for node in s.nodes):
-        raise RdbFormatError("stream length does not match its entries")
+    if s.length != sum(node.live for node in s.nodes) or s.entries_added < s.length \
+            or (s.nodes and s.last_id < s.last_valid_id()):
+        raise RdbFormatError("stream metadata does not match its entries")
+    _drop_tombstones_after(s, s.last_id)
     for _ in range(r.length()):
         name = r.string()
         last_id = (r.length(), r.length())
         if v2:
-            read = r.length()
-            entries_read = INVALID_ENTRIES_READ if read == U64 else read
+            entries_read = _signed64(r.length())  # U64 reads back as -1: invalid
         else:
             entries_read = s.estimate_distance(last_id)
         if name in s.groups:
-            raise RdbFormatError("duplicated consumer group name")
+            raise RdbFormatError("Duplicated consumer group name")
         group = s.groups[name] = Group(name, last_id, entries_read)
         for sid, when, count in _load_pel(r, True):
+            if sid in group.pel:
+                raise RdbFormatError("Duplicated global PEL entry loading stream consumer "
+                                     "group")
             group.pel[sid] = Nack(None, when, count)
         for _ in range(r.length()):
             cname = r.string()
             consumer = Consumer(cname, r.millis())
             if cname in group.consumers:
-                raise RdbFormatError("duplicated consumer name")
+                raise RdbFormatError("Duplicate stream consumer detected.")
             group.consumers[cname] = consumer
             for sid, _, _ in _load_pel(r, False):
                 nack = group.pel.get(sid)
-                if nack is None or nack.consumer is not None:
-                    raise RdbFormatError("consumer PEL entry missing from the group PEL")
+                if nack is None:
+                    raise RdbFormatError("Consumer entry not found in group global PEL")
+                if nack.consumer is not None:
+                    raise RdbFormatError("Duplicated consumer PEL entry  loading a stream "
+                                         "consumer group")
                 nack.consumer = consumer
                 consumer.pel[sid] = nack
         if any(nack.consumer is None for nack in group.pel.values()):
-            raise RdbFormatError("group PEL entry without a consumer")
+            raise RdbFormatError("Stream CG PEL entry without consumer")
     return s
 
 

@@ -34,7 +34,11 @@ def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
     return list(value.d.items())
 
 
-def make_hash(pairs: list[tuple[bytes, bytes]], config: Any) -> HashValue:
+def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = False) -> HashValue:
+    """``packed``: loaded from a listpack/ziplist, which Redis keeps packed unless it has
+    too many entries (element sizes are not looked at)."""
+    if packed:
+        return HashValue(dict(pairs), len(pairs) <= config.hash_max_listpack_entries)
     return HashValue.build(pairs, config)
 
 
@@ -43,9 +47,10 @@ def zset_items(value: ZSet) -> list[tuple[bytes, float]]:
     return [(member, score) for score, member in value.sl]
 
 
-def make_zset(pairs: list[tuple[bytes, float]], config: Any) -> ZSet:
-    small = len(pairs) <= config.zset_max_listpack_entries and all(
-        len(member) <= config.zset_max_listpack_value for member, _ in pairs)
+def make_zset(pairs: list[tuple[bytes, float]], config: Any, packed: bool = False) -> ZSet:
+    """``packed`` as for ``make_hash``."""
+    small = len(pairs) <= config.zset_max_listpack_entries and (packed or all(
+        len(member) <= config.zset_max_listpack_value for member, _ in pairs))
     zset = ZSet(listpack=small)
     scores = zset.scores
     for member, score in pairs:
@@ -62,7 +67,14 @@ def save_stream(writer: Any, value: Any) -> None:
     save(writer, value)
 
 
-def load_stream(reader: Any, type_byte: int, config: Any) -> Any:
+def load_stream(reader: Any, type_byte: int, config: Any, integrity: Any = None) -> Any:
     from pykv.storage.stream_type import load_stream as load
 
-    return load(reader, type_byte, config)
+    return load(reader, type_byte, config, integrity)
+
+
+def stream_entries(value: Any) -> list[tuple[tuple[int, int], list[bytes]]]:
+    """Every live stream entry as ((ms, seq), flat field/value list), in ID order."""
+    from pykv.storage.stream_type import MAX_ID, MIN_ID
+
+    return value.range(MIN_ID, MAX_ID)

@@ -5,9 +5,17 @@ Fixtures:
 ``pykv_server``          one ``pykv.testing.Server`` for the whole session.
 ``pykv_client``          a ``redis.Redis`` on that server, the server flushed (FLUSHALL)
                          before the test; closed after it.
+``pykv_db``              a ``redis.Redis`` on a database of the session server reserved for
+                         this test (``SELECT``ed, FLUSHDB first): tests running at the same
+                         time in one process (threads, asyncio) do not see each other's keys.
 ``pykv_server_factory``  ``pykv_server_factory(**Server kwargs)`` starts a dedicated server
                          (own options, e.g. ``config={"maxclients": 2}``), stopped when the
                          test ends.
+
+Under pytest-xdist every worker is its own session, so each worker gets its own server
+(``pykv.testing.Server`` retries on another port if two workers picked the same one).
+The clients need redis-py: ``pip install 'pykv[testing]'``. For asyncio tests,
+``pykv_server.async_client()`` gives a ``redis.asyncio.Redis``.
 
 Options: ``--pykv-config NAME=VALUE`` (repeatable; also the ``pykv_config`` ini line list,
 ``NAME VALUE`` per line) configures the session server. When a test that used one of these
@@ -16,6 +24,7 @@ servers fails, the lines the server logged during that test are attached to the 
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -74,6 +83,54 @@ def pykv_client(pykv_server: Server, request: pytest.FixtureRequest) -> Iterator
     client = pykv_server.client()
     yield client
     client.close()
+
+
+class _DatabasePool:
+    """Hands out database numbers of one server, one per test at a time (1 first, 0 last:
+    ``pykv_client`` uses 0)."""
+
+    def __init__(self, count: int) -> None:
+        self.free = [0, *range(count - 1, 0, -1)]
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            if not self.free:
+                raise RuntimeError("pykv_db: every database of the session server is in use "
+                                   "(raise its 'databases' with --pykv-config databases=N)")
+            return self.free.pop()
+
+    def give_back(self, db: int) -> None:
+        with self.lock:
+            self.free.append(db)
+
+
+_POOL = pytest.StashKey[_DatabasePool]()
+
+
+@pytest.fixture
+def pykv_db(pykv_server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A client on a database of the session server that only this test uses."""
+    _watch(request, pykv_server)
+    if not pykv_server.running:
+        pykv_server.start()
+    stash = request.config.stash
+    if _POOL not in stash:
+        probe = pykv_server.client()
+        try:
+            count = int(probe.config_get("databases")["databases"])
+        finally:
+            probe.close()
+        stash[_POOL] = _DatabasePool(count)
+    pool = stash[_POOL]
+    db = pool.take()
+    client = pykv_server.client(db=db)
+    try:
+        client.flushdb()
+        yield client
+    finally:
+        client.close()
+        pool.give_back(db)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 
 import pytest
 from support.resp import RawClient
+from support.servers import require_redis
 
 from pykv.config.table import ENTRIES
 from pykv.testing import Server, free_port
@@ -209,8 +210,7 @@ class ConfRedis:
 @pytest.fixture
 def conf_pair(tmp_path):
     """(real, ours, real_conf, our_conf) started from the same config file text."""
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
+    require_redis()
     template = ("# a comment that stays\nport {port}\nsave 900 1\nsave 300 10\n"
                 "slave-read-only yes\n\n# another\nhz 20\n\n\n\nmaxmemory 100mb\n"
                 "dir {dir}\nbind 127.0.0.1\nlist-max-ziplist-entries 5\nport {port}\n"
@@ -346,8 +346,9 @@ def _outbound_ip() -> str | None:
 
 def test_protected_mode_denies_remote_clients_like_redis(tmp_path):
     ip = _outbound_ip()
-    if ip is None or REDIS_SERVER is None:
-        pytest.skip("needs a non-loopback address and redis-server")
+    require_redis()
+    if ip is None:
+        pytest.skip("needs a non-loopback address")
     real_port = free_port()
     real = subprocess.Popen([REDIS_SERVER, "--port", str(real_port), "--bind", "127.0.0.1", ip,
                              "--save", "", "--dir", str(tmp_path)],

@@ -7,7 +7,7 @@ compares them.
 from __future__ import annotations
 
 import pytest
-from support.resp import RawClient
+from support.resp import RawClient, encode_command
 
 
 @pytest.fixture
@@ -180,10 +180,6 @@ def test_unsubscribe_all_many_channels(diff, pub):
 
 
 def test_reset_leaves_subscriptions(diff, pub):
-    from pykv.commands.registry import TABLE
-
-    if TABLE.get(b"reset") is None:
-        pytest.skip("RESET is not implemented yet")
     diff("SUBSCRIBE", "a")
     diff("RESET")
     pub("PUBSUB", "NUMSUB", "a")
@@ -227,3 +223,46 @@ def test_slow_subscriber_disconnected_at_hard_limit(pub, real_redis, pykv_proc):
         for s in subs:
             s.close()
         pub("CONFIG", "SET", "client-output-buffer-limit", "pubsub 33554432 8388608 60")
+
+
+def _send(pair, *commands) -> None:
+    """Send commands whose replies CLIENT REPLY may swallow; nothing is read here."""
+    data = b"".join(encode_command(*cmd) for cmd in commands)
+    pair.real.send_raw(data)
+    pair.ours.send_raw(data)
+
+
+@pytest.mark.parametrize("resp", [2, 3])
+def test_reply_off_still_gets_confirmations_and_messages(request, pub, resp):
+    """CLIENT REPLY OFF silences replies, never pushes: (un)subscribe confirmations and
+    messages arrive in RESP2 and RESP3 alike (a subscriber must not wait forever)."""
+    sub = request.getfixturevalue("diff3" if resp == 3 else "diff")
+    _send(sub, ("CLIENT", "REPLY", "OFF"), ("SUBSCRIBE", "a", "b"), ("PSUBSCRIBE", "a*"),
+          ("PING",))
+    for _ in range(3):
+        expect(sub)
+    pub("PUBLISH", "a", "hi")
+    expect(sub)
+    expect(sub)
+    _send(sub, ("PUNSUBSCRIBE",), ("UNSUBSCRIBE", "b"), ("UNSUBSCRIBE",))
+    for _ in range(3):
+        expect(sub)
+    sub.raw(encode_command("CLIENT", "REPLY", "ON"))
+    nothing_pending(sub)
+
+
+@pytest.mark.parametrize("resp", [2, 3])
+def test_reply_skip_skips_the_command_not_its_pushes(request, resp):
+    """SKIP applies to the next command: a SUBSCRIBE's confirmations still arrive and
+    the command after it is answered again."""
+    sub = request.getfixturevalue("diff3" if resp == 3 else "diff")
+    _send(sub, ("CLIENT", "REPLY", "SKIP"), ("SUBSCRIBE", "a"), ("PING",))
+    expect(sub)
+    expect(sub)
+    _send(sub, ("CLIENT", "REPLY", "SKIP"), ("UNSUBSCRIBE",), ("PING",))
+    expect(sub)
+    expect(sub)
+    _send(sub, ("CLIENT", "REPLY", "SKIP"), ("PING",), ("SSUBSCRIBE", "s"),
+          ("SUNSUBSCRIBE",), ("PING", "last"))
+    for _ in range(3):
+        expect(sub)

@@ -120,6 +120,25 @@ def test_numkeys_errors(diff):
     diff("EVAL", "return 1")
 
 
+def test_evalsha_checks_the_sha_length_before_numkeys(diff):
+    """A SHA that is not 40 characters long is NOSCRIPT at once, whatever numkeys says; a
+    40-character unknown one is looked up after numkeys is read."""
+    diff("SCRIPT", "FLUSH")
+    for sha in ("abc", "", "0" * 39, "0" * 41, "0" * 40):
+        for tail in (("x",), ("-1",), ("5", "a"), ("0",), ("1.5",)):
+            diff("EVALSHA", sha, *tail)
+            diff("EVALSHA_RO", sha, *tail)
+
+
+def test_error_texts_lose_trailing_newlines(diff):
+    """Error texts built from arguments drop trailing CR/LF and turn inner ones into spaces
+    (Redis's addReplyErrorFormat)."""
+    diff("FUNCTION", "FLUSH")
+    for code in ("#!python name=x\n", "#!lua name=x\r\n", "a\nb\n\n", "x\r"):
+        diff("FUNCTION", "LOAD", code, "extra")
+    diff("FUNCTION", "LOAD", "#!lua name=x\nbogus\n")
+
+
 def test_read_only_scripts(diff):
     diff("EVAL_RO", "return redis.call('set', 'a', 'b')", "0")
     diff("EVAL_RO", "return redis.call('get', 'a')", "0")

@@ -223,8 +223,13 @@ def test_latency_monitor(diff):
 ] + [["protocol", t] for t in ("string", "integer", "double", "bignum", "null", "array", "set",
                                "map", "attrib", "push", "verbatim", "true", "false")])
 def test_debug(diff, diff3, args):
-    diff("DEBUG", *args)
-    diff3("DEBUG", *args)
+    try:
+        diff("DEBUG", *args)
+        diff3("DEBUG", *args)
+    finally:  # a process-wide setting: later tests (DUMP bytes of lists) need the default
+        if args[0] == "quicklist-packed-threshold":
+            for c in (diff.real, diff.ours):
+                c.call("DEBUG", "QUICKLIST-PACKED-THRESHOLD", "0")
 
 
 def test_debug_object_and_digest(diff, raw):

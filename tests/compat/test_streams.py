@@ -12,7 +12,8 @@ import time
 
 import pytest
 from resp_values import parse
-from support.resp import RawClient, encode_command
+from support.resp import RawClient
+from support.scenario import run_both
 
 
 def _bulk(reply: bytes) -> bytes:
@@ -271,6 +272,23 @@ def test_xgroup_management(diff):
     ])
 
 
+def test_xgroup_setid_parses_options_before_the_arity(diff):
+    """SETID reads its options as CREATE does: a bad ENTRIESREAD number is reported before
+    an argument count SETID cannot take, and before the key or the group is looked up."""
+    diff("XADD", "x", "1-1", "f", "v")
+    diff("XGROUP", "CREATE", "x", "g", "0")
+    for tail in ((" 1", "x"), ("1", "x"), ("1", "ENTRIESREAD", "2"), ("1", "ENTRIESREAD", "x"),
+                 ("abc",), ("-5",), ("1",), ()):
+        diff("XGROUP", "SETID", "x", "g", "0", "ENTRIESREAD", *tail)
+    for args in (("x", "g", "0", "BOGUS", "1"), ("x", "g", "0", "MKSTREAM"),
+                 ("nokey", "g", "0", "ENTRIESREAD", "x", "y"),
+                 ("nokey", "g", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2"),
+                 ("x", "nog", "0", "ENTRIESREAD", "x", "y"),
+                 ("x", "nog", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2")):
+        diff("XGROUP", "SETID", *args)
+    diff("XINFO", "GROUPS", "x")
+
+
 def test_readgroup_ack_pending(diff):
     diff.many([
         ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
@@ -427,50 +445,8 @@ def test_xsetid(diff):
 
 
 # -- blocking ---------------------------------------------------------------------------------
-class _Scenario:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.clients: dict[str, RawClient] = {}
-        self.log: list[tuple[str, object]] = []
-        self("admin", "FLUSHALL")
-
-    def client(self, name: str) -> RawClient:
-        if name not in self.clients:
-            self.clients[name] = RawClient(port=self.port, timeout=10)
-        return self.clients[name]
-
-    def __call__(self, name: str, *args) -> None:
-        self.send(name, *args)
-        self.read(name)
-
-    def send(self, name: str, *args) -> None:
-        self.client(name).send_raw(encode_command(*args))
-
-    def read(self, name: str) -> None:
-        self.log.append((name, _mask_times(parse(self.client(name).read_reply()))))
-
-    def wait_blocked(self, n: int) -> None:
-        deadline = time.monotonic() + 10
-        while self.client("_w").call("CLIENT", "LIST").count(b" flags=b ") != n:
-            assert time.monotonic() < deadline, f"expected {n} blocked clients"
-            time.sleep(0.005)
-
-    def block(self, name: str, *args, total: int) -> None:
-        self.send(name, *args)
-        self.wait_blocked(total)
-
-
 def _run_both(real_redis, pykv_proc, steps) -> None:
-    logs = []
-    for port in (real_redis.port, pykv_proc.port):
-        s = _Scenario(port)
-        try:
-            steps(s)
-        finally:
-            for c in s.clients.values():
-                c.close()
-        logs.append(s.log)
-    assert logs[1] == logs[0]
+    run_both(real_redis, pykv_proc, steps, lambda raw: _mask_times(parse(raw)))
 
 
 def test_blocking_xread_and_xreadgroup(real_redis, pykv_proc):

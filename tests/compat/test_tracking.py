@@ -369,3 +369,90 @@ def test_tracking_table_max_keys_evicts_with_invalidations(twins):
         t.quiet()
     finally:
         admin("CONFIG", "SET", "tracking-table-max-keys", "1000000")
+
+
+def test_invalidations_ignore_client_reply_off(twins):
+    """Invalidation pushes (RESP3), redirected messages to a RESP2 subscriber and
+    tracking-redir-broken all arrive while the receiver has CLIENT REPLY OFF."""
+    a, b, r = twins(), twins(), twins(resp3=False)
+    a("CLIENT", "TRACKING", "on")
+    a("GET", "k")
+    rid = r.ids()
+    for t in (a, r):
+        t.real.send_raw(encode_command("CLIENT", "REPLY", "OFF"))
+        t.ours.send_raw(encode_command("CLIENT", "REPLY", "OFF"))
+    r.real.send_raw(encode_command("SUBSCRIBE", "__redis__:invalidate"))
+    r.ours.send_raw(encode_command("SUBSCRIBE", "__redis__:invalidate"))
+    r.read()
+    b.each(lambda i: ("CLIENT", "TRACKING", "on", "REDIRECT", rid[i]))
+    b("GET", "k2")
+    b("SET", "k", "1")
+    a.read()
+    b("SET", "k2", "1")
+    r.read()
+    r.close()
+    b("GET", "k2")
+    c = twins()
+    c("SET", "k2", "2")
+    real, ours = b.real.read_reply(), b.ours.read_reply()
+    assert real.startswith(b">2\r\n$21\r\ntracking-redir-broken\r\n")
+    assert ours.startswith(b">2\r\n$21\r\ntracking-redir-broken\r\n")
+    a.real.send_raw(encode_command("CLIENT", "REPLY", "ON"))
+    a.ours.send_raw(encode_command("CLIENT", "REPLY", "ON"))
+    a.read()
+
+
+TRACKED_LIB = ("#!lua name=tl\n"
+               "redis.register_function('rd', function(k) return redis.call('get', k[1]) end)\n"
+               "redis.register_function('wr', function(k) return redis.call('set', k[1], 1) end)")
+
+
+def test_scripts_track_the_keys_their_caller_declared(twins):
+    """A read-only command inside EVAL/FCALL makes the caller track the keys the
+    EVAL/FCALL declared (all of them), never undeclared ones; scripts that only write
+    track nothing; OPTIN/OPTOUT's CLIENT CACHING applies to the whole script call."""
+    a, w = twins(), twins()
+    w("FUNCTION", "FLUSH")
+    w("FUNCTION", "LOAD", TRACKED_LIB)
+    a("CLIENT", "TRACKING", "on")
+    get1 = "return redis.call('get', KEYS[1])"
+    a("EVAL", get1, "2", "d1", "d2")
+    a("EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "w1")
+    a("EVAL", "redis.call('set', KEYS[1], 'x'); return redis.call('get', KEYS[1])", "1", "rw")
+    a("EVAL_RO", "return redis.call('mget', KEYS[1], KEYS[2])", "2", "ro1", "ro2")
+    a("EVAL", "return redis.call('get', 'undeclared')", "0")
+    a("EVAL", "return redis.pcall('incr', KEYS[1])", "1", "w2")
+    a("FCALL", "rd", "2", "f1", "f2")
+    a("FCALL", "wr", "1", "f3")
+    a("FCALL_RO", "rd", "1", "f4")
+    a("MULTI")
+    a("EVAL", get1, "1", "m1")
+    a("EXEC")
+    keys = ["d1", "d2", "w1", "rw", "ro1", "ro2", "undeclared", "w2", "f1", "f2", "f3",
+            "f4", "m1"]
+    w("MSET", *[x for k in keys for x in (k, "1")])
+    for _ in range(8):  # d1 d2 rw ro1 ro2 f1 f2 m1 (FCALL_RO of rd fails: no no-writes)
+        a.read()
+    a.quiet()
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "optin")
+    a("EVAL", get1, "1", "o1")
+    a("CLIENT", "CACHING", "yes")
+    a("EVAL", get1, "1", "o2")
+    a("EVAL", get1, "1", "o3")
+    a("MULTI")
+    a("CLIENT", "CACHING", "yes")
+    a("EVAL", get1, "1", "o4")
+    a("EXEC")
+    a("EVAL", "redis.call('client', 'caching', 'yes'); return 1", "0")
+    a("CLIENT", "TRACKING", "off")
+    a("CLIENT", "TRACKING", "on", "optout")
+    a("CLIENT", "CACHING", "no")
+    a("EVAL", get1, "1", "x1")
+    a("EVAL", get1, "1", "x2")
+    w("MSET", "o1", "1", "o2", "1", "o3", "1", "o4", "1", "x1", "1", "x2", "1")
+    a.read()
+    a.read()
+    a.read()
+    a.quiet()
+    w("FUNCTION", "FLUSH")

@@ -108,7 +108,7 @@ def test_corrupt_middle_refuses_to_start(workdir):
         _aof_server(workdir).start()
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+@pytest.mark.usefixtures("redis_binary")
 def test_redis_aof_loads_into_pykv_and_back(workdir):
     real = RealRedis(["--appendonly", "yes", "--appendfsync", "always"])
     try:
@@ -243,3 +243,23 @@ def test_automatic_rewrite_on_growth(workdir):
     assert [f for f in files if ".base." in f] == ["appendonly.aof.2.base.rdb"]
     with _aof_server(workdir) as again:
         assert snapshot(RawClient(port=again.port)) == expected
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
+def test_rewrite_child_reports_its_copy_on_write_as_redis(workdir):
+    def rewrite(port: int) -> tuple[bytes, bool]:
+        c = RawClient(port=port)
+        c.call("SET", "a", "1")
+        reply = c.call("BGREWRITEAOF")
+        info = wait_while_in_progress(c, b"aof_rewrite_in_progress", 30)
+        fields = dict(line.split(b":", 1) for line in info.split(b"\r\n") if b":" in line)
+        return reply, int(fields[b"aof_last_cow_size"]) > 0
+
+    real = RealRedis(["--appendonly", "yes"])
+    try:
+        want = rewrite(real.port)
+    finally:
+        real.stop()
+    with _aof_server(workdir) as server:
+        got = rewrite(server.port)
+    assert got == want == (b"+Background append only file rewriting started\r\n", True)

@@ -316,3 +316,124 @@ def test_shutdown_nosave_and_save_override_the_save_points(workdir):
         c.read_until_closed()
         server.process.wait(30)
     assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
+
+
+# -- a BGSAVE child that dies, side by side with redis-server 7.0 ------------------------
+_DEATHS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGSEGV": signal.SIGSEGV,
+           "SIGUSR1": signal.SIGUSR1, "exit-error": None}
+_PROGRESS_FIELDS = (b"current_fork_perc", b"current_save_keys_processed",
+                    b"current_save_keys_total", b"rdb_bgsave_in_progress",
+                    b"rdb_last_bgsave_status")
+
+
+def _info_fields(info: bytes) -> dict[bytes, bytes]:
+    return dict(line.split(b":", 1) for line in info.split(b"\r\n")
+                if b":" in line and not line.startswith(b"$"))
+
+
+def _wait_info(c: RawClient, what, timeout: float = 20) -> dict[bytes, bytes]:
+    deadline = time.monotonic() + timeout
+    while True:
+        fields = _info_fields(c.call("INFO", "persistence"))
+        if what(fields):
+            return fields
+        assert time.monotonic() < deadline, f"INFO persistence never got there: {fields}"
+        time.sleep(0.05)
+
+
+def _bgsave_death(port: int, server_pid: int, how: str, spare_dir: str) -> dict:
+    """Start a slow BGSAVE (rdb-key-save-delay), let it die ``how``, report what follows."""
+    c = RawClient(port=port)
+    c.call("CONFIG", "SET", "save", "3600 1")
+    c.call("CONFIG", "SET", "rdb-key-save-delay", "100000")  # 0.1 s per key
+    c.call("MSET", *[x for i in range(20) for x in (f"k{i}", f"v{i}")])
+    if how == "exit-error":  # the child can't create its temp file: it exits with 1
+        shutil.rmtree(spare_dir)
+    assert c.call("BGSAVE") == b"+Background saving started\r\n"
+    during = {}
+    if how != "exit-error":
+        fields = _wait_info(c, lambda f: f[b"current_save_keys_processed"] != b"0")
+        during = {k: fields[k] for k in _PROGRESS_FIELDS} | {"names": list(fields)}
+        children = _children(server_pid)
+        assert len(children) == 1, children
+        os.kill(children[0], _DEATHS[how])
+    after = _wait_info(c, lambda f: f[b"rdb_bgsave_in_progress"] == b"0")
+    outcome = {"during": during, "status": after[b"rdb_last_bgsave_status"],
+               "progress_after": {k: after[k] for k in _PROGRESS_FIELDS},
+               "names_after": list(after),
+               "cow_measured": int(after[b"rdb_last_cow_size"]) > 0,  # after a good save
+               "write": c.call("SET", "after", "1"), "read": c.call("GET", "k0"),
+               "ping": c.call("PING")}
+    c.call("CONFIG", "SET", "save", "")  # so that the server can stop without saving
+    return outcome
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param(how, marks=pytest.mark.slow) if how in ("SIGTERM", "SIGSEGV") else how
+    for how in _DEATHS])
+def test_dead_bgsave_child_as_redis(workdir, how):
+    from support.servers import REDIS_SERVER, RealRedis
+
+    if REDIS_SERVER is None:
+        pytest.skip("needs redis-server")
+    redis_log = os.path.join(workdir, "redis.log")
+    dirs = {name: os.path.join(workdir, name) for name in ("redis", "pykv")}
+    for path in dirs.values():
+        os.makedirs(path)
+    from concurrent.futures import ThreadPoolExecutor
+
+    real = RealRedis(["--logfile", redis_log, "--dir", dirs["redis"]])
+    try:
+        with Server(config={"dir": dirs["pykv"], "save": ""}) as server, \
+                ThreadPoolExecutor(2) as pool:
+            want_f = pool.submit(_bgsave_death, real.port, real.proc.pid, how, dirs["redis"])
+            got_f = pool.submit(_bgsave_death, server.port, server.process.pid, how,
+                                dirs["pykv"])
+            want, got = want_f.result(), got_f.result()
+            log = server.log()
+    finally:
+        real.stop()
+    assert got == want
+    redis_says = [line for line in _BGSAVE_ENDINGS if line in open(redis_log).read()]
+    assert len(redis_says) == 1
+    assert redis_says[0] in log
+
+
+_BGSAVE_ENDINGS = ["Background saving terminated with success", "Background saving error",
+                   *[f"Background saving terminated by signal {int(sig)}"
+                     for sig in _DEATHS.values() if sig is not None]]
+
+
+def test_last_load_counts_keys_loaded_and_expired_as_redis(workdir):
+    """rdb_last_load_keys_loaded/_expired after loading the same RDB (made by Redis, with
+    two keys whose TTL ran out before the load)."""
+    from support.servers import REDIS_SERVER, RealRedis
+
+    if REDIS_SERVER is None:
+        pytest.skip("needs redis-server")
+    real = RealRedis()
+    try:
+        c = RawClient(port=real.port)
+        c.call("MSET", "a", "1", "b", "2", "c", "3")
+        c.call("SET", "gone1", "x", "PX", "300")
+        c.call("SET", "gone2", "x", "PX", "300")
+        assert c.call("SAVE") == b"+OK\r\n"
+        shutil.copy(os.path.join(real.dir, "dump.rdb"), os.path.join(workdir, "dump.rdb"))
+    finally:
+        real.stop()
+    time.sleep(0.5)
+    counts = {}
+    real = RealRedis(["--dir", workdir])
+    try:
+        counts["redis"] = _load_counts(RawClient(port=real.port))
+    finally:
+        real.stop()
+    with Server(config={"dir": workdir, "save": ""}) as server:
+        counts["pykv"] = _load_counts(RawClient(port=server.port))
+    assert counts["pykv"] == counts["redis"] == {b"rdb_last_load_keys_expired": b"2",
+                                                 b"rdb_last_load_keys_loaded": b"3"}
+
+
+def _load_counts(c: RawClient) -> dict[bytes, bytes]:
+    fields = _info_fields(c.call("INFO", "persistence"))
+    return {k: v for k, v in fields.items() if k.startswith(b"rdb_last_load_keys")}

@@ -239,3 +239,112 @@ def test_pytest_plugin(pytester):
     text = result.stdout.str()
     assert "pykv server log" in text
     assert "Protocol error" in text
+
+
+# -- clients without redis-py, async client, config files, parallel runs ----------------------
+def _blocked_redis(tmp_path) -> dict:
+    """An environment in which ``import redis`` fails (as if redis-py were not installed)."""
+    blocker = tmp_path / "blocker"
+    (blocker / "redis").mkdir(parents=True, exist_ok=True)
+    (blocker / "redis" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'redis'\", name='redis')\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), *sys.path])}
+
+
+def test_client_without_redis_py_says_what_to_install(tmp_path):
+    script = "from pykv.testing import Server\nwith Server() as s:\n    s.client()\n"
+    for method in ("client", "async_client"):
+        out = subprocess.run([sys.executable, "-c", script.replace("client", method)],
+                             capture_output=True, text=True, timeout=60,
+                             env=_blocked_redis(tmp_path))
+        assert out.returncode == 1
+        last = out.stderr.strip().splitlines()[-1]
+        assert last == ("pykv.testing.server.MissingDependency: pykv.testing clients need "
+                        "redis-py (>= 5): pip install 'pykv[testing]'"), out.stderr
+        assert "ModuleNotFoundError" not in out.stderr
+
+
+def test_plugin_without_redis_py_says_what_to_install(pytester, tmp_path, monkeypatch):
+    pytester.makepyfile(test_needs_client="def test_x(pykv_client):\n    pass\n")
+    monkeypatch.setenv("PYTHONPATH", _blocked_redis(tmp_path)["PYTHONPATH"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert ("MissingDependency: pykv.testing clients need redis-py (>= 5): "
+            "pip install 'pykv[testing]'") in text
+    assert "ModuleNotFoundError" not in text
+
+
+def test_async_client(shared):
+    import asyncio
+
+    async def use() -> tuple:
+        r = shared.async_client(decode_responses=True)
+        await r.set("async", "yes")
+        got = await r.get("async"), await r.incr("async-n")
+        r3 = shared.async_client(protocol=3, unix=True)
+        hello = await r3.execute_command("HELLO", "3")
+        await r.aclose()
+        await r3.aclose()
+        return got, hello
+
+    (value, n), hello = asyncio.run(use())
+    assert (value, n) == ("yes", 1)
+    assert hello[b"proto"] == 3
+
+
+def test_from_config_file(tmp_path):
+    conf = tmp_path / "redis.conf"
+    conf.write_text("port 7\nrequirepass sesame\nmaxclients 77\ndatabases 4\n")
+    with Server.from_config_file(conf) as s:
+        assert s.port != 7 and s.password == "sesame"
+        r = s.client(decode_responses=True)
+        assert r.config_get("maxclients") == {"maxclients": "77"}
+        assert r.config_get("databases") == {"databases": "4"}
+        r.close()
+    with Server.from_config_file(str(conf), config={"maxclients": 5}) as s:
+        r = s.client(decode_responses=True)
+        assert r.config_get("maxclients") == {"maxclients": "5"}
+        r.close()
+
+
+def test_auto_port_lost_to_another_process_is_retried(monkeypatch):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    ports = iter([taken])
+    real_free_port = free_port
+
+    def racing_free_port(host: str = "127.0.0.1") -> int:
+        return next(ports, None) or real_free_port(host)
+
+    import pykv.testing.server as server_module
+
+    monkeypatch.setattr(server_module, "free_port", racing_free_port)
+    with Server() as s:  # picked the taken port first, then another one
+        assert s.port != taken and s.ping()
+    with pytest.raises(ServerError) as info:
+        Server(port=taken).start()  # a port the caller chose is not changed
+    holder.close()
+    assert "Address already in use" in str(info.value)
+
+
+PER_TEST_DB = """
+def test_a(pykv_db, pykv_server):
+    assert pykv_db.connection_pool.connection_kwargs["db"] == 1
+    pykv_db.set("mine", "1")
+    plain = pykv_server.client()
+    assert plain.dbsize() == 0  # db 0 does not see it
+    plain.close()
+
+def test_b(pykv_db):
+    assert pykv_db.connection_pool.connection_kwargs["db"] == 1  # given back, reused
+    assert pykv_db.dbsize() == 0  # and flushed
+"""
+
+
+def test_pykv_db_fixture(pytester):
+    pytester.makepyfile(test_dbs=PER_TEST_DB)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)

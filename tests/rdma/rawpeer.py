@@ -14,6 +14,27 @@ from pykv.rdma import softfabric as sf
 from pykv.rdma import verbs as v
 
 
+def pump(qp: sf.SoftQP, timeout: float) -> None:
+    """Move the software fabric's bytes for ``qp`` (both ways) for up to ``timeout`` s."""
+    ready, writable, _ = select.select([qp.comp_fd, *qp.aux_fds()], qp.write_fds(), [],
+                                       timeout)
+    for fd in writable:
+        qp.pump_write(fd)
+    for fd in ready:
+        if fd != qp.comp_fd:
+            qp.pump(fd)
+
+
+def close_qp(qp: sf.SoftQP) -> None:
+    """Disconnect (if still connected) and free a peer's queue pair."""
+    try:
+        qp.disconnect()
+    except OSError:
+        pass
+    qp.events_acked = qp.events_reported
+    qp.close()
+
+
 class RawPeer:
     def __init__(self, host: str, port: int, receives: int = 1024, rx_size: int = 1 << 20,
                  rnr_retry: int = 7) -> None:
@@ -55,13 +76,7 @@ class RawPeer:
         self.written = off + len(data)
 
     def step(self, timeout: float = 0.2) -> None:
-        fds = [self.qp.comp_fd, *self.qp.aux_fds()]
-        ready, writable, _ = select.select(fds, self.qp.write_fds(), [], timeout)
-        for fd in writable:
-            self.qp.pump_write(fd)
-        for fd in ready:
-            if fd != self.qp.comp_fd:
-                self.qp.pump(fd)
+        pump(self.qp, timeout)
         for wc in self.qp.poll(4096):
             if wc.status != v.WC_SUCCESS:
                 self.errors.append(wc.status)
@@ -89,9 +104,4 @@ class RawPeer:
         return cond()
 
     def close(self) -> None:
-        try:
-            self.qp.disconnect()
-        except OSError:
-            pass
-        self.qp.events_acked = self.qp.events_reported
-        self.qp.close()
+        close_qp(self.qp)

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 
 from pykv.testing import Server
+
+VM_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vm")
 
 
 def resp(*args: bytes | str | int) -> bytes:
@@ -41,3 +45,35 @@ class RdmaServer(Server):
     def start(self):
         os.environ["PYKV_SOFTRDMA_DIR"] = self.fabric_dir
         return super().start()
+
+
+def network_up(host: str | None = None, timeout: float = 5.0) -> bool:
+    """Whether the Debian archive the VM builds download from can be reached at all."""
+    mirror = host or os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    name = mirror.split("://", 1)[-1].split("/", 1)[0]
+    try:
+        socket.create_connection((name, 80), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def vm_build(script: str, dest: str, timeout: int) -> tuple[str | None, bool]:
+    """Run tests/rdma/vm/SCRIPT DEST (a build, or the reuse of a cached one).
+
+    Returns (None, True) when it is there, else (why, offline): ``offline`` says the failure
+    is explained by having no network, the one reason the VM tests may skip a stage for;
+    any other failure (checksums, dependencies, the build itself) must fail the tests.
+    """
+    try:
+        build = subprocess.run(["bash", os.path.join(VM_DIR, script), dest],
+                               capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"{script} timed out", not network_up()
+    if build.returncode == 0:
+        return None, True
+    lines = [ln for ln in build.stderr.splitlines() if ln.strip()]
+    why = f"{script} exit {build.returncode}: " + " | ".join(lines[-3:])
+    # 3: a download failed; 4: apt-get could not install the build dependencies; both are
+    # what no network looks like, and then only if the archive is really out of reach
+    return why, build.returncode in (3, 4) and not network_up()

@@ -96,3 +96,103 @@ class RawClient:
             if not chunk:
                 return data
             data += chunk
+
+
+# -- decoding replies into values, for comparisons the order or the clock can change --------
+
+class Error(str):
+    """A decoded error reply."""
+
+
+class RespSet(list):
+    """A RESP3 set (``~``): equal only to another set, never to an array with the same items."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and list.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __repr__(self) -> str:
+        return f"~{list.__repr__(self)}"
+
+
+class Push(RespSet):
+    """A RESP3 push (``>``): equal only to another push."""
+
+    def __repr__(self) -> str:
+        return f">{list.__repr__(self)}"
+
+
+class _Null:
+    """The nulls RESP2 tells apart: a null bulk string (``$-1``) is not a null array (``*-1``);
+    RESP3's one null (``_``) decodes as None."""
+
+    def __init__(self, wire: str) -> None:
+        self.wire = wire
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return self.wire
+
+
+NULL_BULK = _Null("$-1")
+NULL_ARRAY = _Null("*-1")
+
+
+def parse(data: bytes):
+    """Decode exactly one whole reply: bulk/simple strings as bytes, integers as int, arrays as
+    lists, sets as RespSet, pushes as Push, maps as ``("map", [(k, v), ...])`` (order kept),
+    doubles as float, errors as Error."""
+    value, end = _parse(data, 0)
+    assert end == len(data), f"trailing bytes in {data!r}"
+    return value
+
+
+def _parse(data: bytes, pos: int):
+    t = data[pos:pos + 1]
+    end = data.index(b"\r\n", pos)
+    head = data[pos + 1:end]
+    pos = end + 2
+    if t in (b"$", b"=", b"!"):
+        n = int(head)
+        if n < 0:
+            return NULL_BULK, pos
+        body = data[pos:pos + n]
+        return (Error(body.decode()) if t == b"!" else body), pos + n + 2
+    if t in (b"*", b"~", b">"):
+        n = int(head)
+        if n < 0:
+            return NULL_ARRAY, pos
+        out = []
+        for _ in range(n):
+            item, pos = _parse(data, pos)
+            out.append(item)
+        return {b"*": list, b"~": RespSet, b">": Push}[t](out), pos
+    if t in (b"%", b"|"):
+        out_map = []
+        for _ in range(int(head)):
+            k, pos = _parse(data, pos)
+            v, pos = _parse(data, pos)
+            out_map.append((k, v))
+        if t == b"|":  # an attribute precedes the reply it describes
+            value, pos = _parse(data, pos)
+            return ("attr", out_map, value), pos
+        return ("map", out_map), pos
+    if t in (b":", b"("):
+        return int(head), pos
+    if t == b"_":
+        return None, pos
+    if t == b"-":
+        return Error(head.decode()), pos
+    if t == b"+":
+        return head, pos
+    if t == b",":
+        return float(head), pos
+    if t == b"#":
+        return head == b"t", pos
+    raise AssertionError(f"unknown reply type {t!r}")

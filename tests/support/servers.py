@@ -7,16 +7,28 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 from pykv.testing import free_port
 from support.resp import RawClient
 
 REDIS_SERVER = shutil.which("redis-server")
+MISSING_REDIS = "redis-server is not installed (apt-get install redis-server): the differential " \
+    "tests need it as their oracle"
+
+
+def require_redis() -> str:
+    """The redis-server binary; a missing oracle fails the test (it is never skipped)."""
+    if REDIS_SERVER is None:
+        pytest.fail(MISSING_REDIS, pytrace=False)
+    return REDIS_SERVER
 
 
 class RealRedis:
     """Debian's redis-server on a free port, the oracle for differential tests."""
 
     def __init__(self, extra: list[str] | None = None) -> None:
+        require_redis()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="real-redis-")
         self.proc = subprocess.Popen(

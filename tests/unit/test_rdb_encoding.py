@@ -91,13 +91,15 @@ def test_intset():
 def _ziplist(entries: list[bytes]) -> bytes:
     body = b""
     prev = 0
+    tail = 10
     for e in entries:
         header = bytes([prev]) if prev < 254 else b"\xfe" + struct.pack("<I", prev)
         entry = header + e
+        tail = 10 + len(body)  # the offset of the last entry, as Redis checks
         body += entry
         prev = len(entry)
     total = 10 + len(body) + 1
-    return struct.pack("<IIH", total, 0, len(entries)) + body + b"\xff"
+    return struct.pack("<IIH", total, tail, len(entries)) + body + b"\xff"
 
 
 def test_ziplist_entries():
@@ -146,3 +148,65 @@ def test_older_types_load_as_values():
     w.string(b"\x01" + b"\x01k\x01\x00v" + b"\xff")
     zm = load_object(RdbReader(bytes(w.buf)), enc.TYPE_HASH_ZIPMAP, config)
     assert dict(zm.d) == {b"k": b"v"}
+
+
+def test_listpack_entry_size_matches_the_encoder():
+    from pykv.storage.rdb.encoding import listpack_encode, listpack_entry_size
+
+    items = [b"", b"a", b"x" * 63, b"x" * 64, b"x" * 127, b"x" * 128, b"x" * 4095, b"x" * 4096,
+             b"x" * 20000, b"0", b"127", b"128", b"-1", b"-4096", b"4095", b"4096", b"-32769",
+             b"32767", b"8388607", b"8388608", b"2147483647", b"2147483648",
+             b"9223372036854775807", b"9223372036854775808", b"007", b" 1", b"1.5", 5, -70000]
+    for item in items:
+        assert listpack_entry_size(item) == len(listpack_encode([item])) - 7, item
+
+
+def test_listpack_is_validated_entry_by_entry():
+    good = listpack_encode([b"f", b"v", 300, b"x" * 70])
+    assert listpack_decode(good) == [b"f", b"v", b"300", b"x" * 70]
+    backlen = bytearray(good)
+    backlen[8] ^= 1  # the first entry's back-length
+    count = bytearray(good)
+    count[4] = 3
+    unknown = bytearray(good)
+    unknown[6] = 0xF5
+    early_end = bytearray(good)
+    early_end[6] = 0xFF
+    for bad in (backlen, count, unknown, early_end, good[:-1], good + b"\xff"):
+        with pytest.raises(RdbFormatError):
+            listpack_decode(bytes(bad))
+    count[4:6] = b"\xff\xff"  # 65535: "unknown", never checked
+    assert listpack_decode(bytes(count)) == listpack_decode(good)
+    count[4:6] = b"\x03\x00"
+    assert listpack_decode(bytes(count), False) == listpack_decode(good)  # stream nodes
+
+
+def test_ziplist_and_intset_are_validated():
+    good = _ziplist([b"\x01a", b"\x01b"])
+    assert ziplist_decode(good) == [b"a", b"b"]
+    tail = bytearray(good)
+    tail[4] += 1
+    prevlen = bytearray(good)
+    prevlen[13] = 7
+    count = bytearray(good)
+    count[8] = 3
+    for bad in (tail, prevlen, count):
+        with pytest.raises(RdbFormatError):
+            ziplist_decode(bytes(bad))
+    head = (2).to_bytes(4, "little")
+    assert intset_decode(head + b"\x02\x00\x00\x00\x01\x00\x05\x00") == [b"1", b"5"]
+    for body in (b"\x02\x00\x00\x00\x05\x00\x01\x00", b"\x02\x00\x00\x00\x05\x00\x05\x00",
+                 b"\x00\x00\x00\x00", b"\x02\x00\x00\x00\x05\x00"):
+        with pytest.raises(RdbFormatError):
+            intset_decode(head + body)
+
+
+def test_packed_zset_scores_read_like_strtod():
+    from pykv.storage.rdb.integrity import strtod
+
+    cases = {b"1.5": 1.5, b"1,5": 1.0, b" -2e3x": -2000.0, b"inf": float("inf"),
+             b"-Infinity": float("-inf"), b"0x1p3": 8.0, b"0x": 0.0, b"": 0.0, b"abc": 0.0,
+             b"1e": 1.0, b".5": 0.5, b"7\x009": 7.0}
+    for text, value in cases.items():
+        assert strtod(text) == value, text
+    assert strtod(b"nan") != strtod(b"nan")

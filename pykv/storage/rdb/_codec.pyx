@@ -49,6 +49,8 @@ class LzfError(ValueError):
 
 
 def lzf_decompress(const uint8_t[:] src, Py_ssize_t out_len) -> bytes:
+    if out_len == 0:  # liblzf then returns 0 whatever the input, which Redis takes as ""
+        return b""
     cdef bytes out = PyBytes_FromStringAndSize(NULL, out_len)
     cdef uint8_t *op = <uint8_t *>PyBytes_AS_STRING(out)
     cdef Py_ssize_t ip = 0, o = 0, n = src.shape[0]

@@ -25,6 +25,10 @@ class RdbFormatError(ValueError):
     """The bytes are not a valid RDB stream (or use a feature pykv can't load)."""
 
 
+class RdbShortRead(RdbFormatError):
+    """The data ends before the value it announces (a truncated file or payload)."""
+
+
 cdef class RdbWriter:
     """Appends RDB primitives to ``buf``."""
 
@@ -120,14 +124,14 @@ cdef class RdbReader:
     cpdef bytes take(self, Py_ssize_t n):
         cdef Py_ssize_t end = self.pos + n
         if n < 0 or end > self.view.shape[0]:
-            raise RdbFormatError("unexpected end of RDB data")
+            raise RdbShortRead("unexpected end of RDB data")
         chunk = PyBytes_FromStringAndSize(<const char *>&self.view[self.pos] if n else NULL, n)
         self.pos = end
         return chunk
 
     cpdef int byte(self) except -1:
         if self.pos >= self.view.shape[0]:
-            raise RdbFormatError("unexpected end of RDB data")
+            raise RdbShortRead("unexpected end of RDB data")
         self.pos += 1
         return self.view[self.pos - 1]
 
@@ -135,7 +139,7 @@ cdef class RdbReader:
         cdef unsigned long long v = 0
         cdef int i
         if self.pos + width > self.view.shape[0]:
-            raise RdbFormatError("unexpected end of RDB data")
+            raise RdbShortRead("unexpected end of RDB data")
         for i in range(width):
             v = (v << 8) | self.view[self.pos + i]
         self.pos += width
@@ -158,10 +162,8 @@ cdef class RdbReader:
         raise RdbFormatError(f"unknown length encoding {first:#x}")
 
     cpdef unsigned long long length(self) except? 0:
-        n, encoded = self.length_or_encoding()
-        if encoded:
-            raise RdbFormatError("expected a length, found an encoded string")
-        return n
+        # like Redis's rdbLoadLen(rdb, NULL): a special-encoding byte reads as its low 6 bits
+        return self.length_or_encoding()[0]
 
     cpdef bytes string(self):
         cdef int first = self.byte()
@@ -191,6 +193,8 @@ cdef class RdbReader:
         if kind == ENC_LZF:
             clen = self.length()
             ulen = self.length()
+            if ulen > clen * 100 + 64:  # past LZF's best ratio (~88): don't allocate it
+                raise RdbFormatError("Invalid LZF compressed string")
             try:
                 return lzf_decompress(self.take(clen), ulen)
             except LzfError as exc:
@@ -200,7 +204,7 @@ cdef class RdbReader:
     cpdef double binary_double(self) except? -1.0:
         cdef double d
         if self.pos + 8 > self.view.shape[0]:
-            raise RdbFormatError("unexpected end of RDB data")
+            raise RdbShortRead("unexpected end of RDB data")
         memcpy(&d, &self.view[self.pos], 8)
         self.pos += 8
         return d
@@ -307,6 +311,32 @@ cdef void _put_entry(bytearray out, item) except *:
     _put_backlen(out, PyByteArray_GET_SIZE(out) - start)
 
 
+cpdef Py_ssize_t listpack_entry_size(item) except -1:
+    """Bytes ``item`` (bytes or int) takes in a listpack: encoding, data and back-length."""
+    cdef long long v
+    cdef Py_ssize_t n, size
+    cdef const unsigned char[:] view
+    if isinstance(item, int):
+        v = item
+    else:
+        view = item
+        n = view.shape[0]
+        if not (n and parse_ll(<const char *>&view[0], n, &v)):
+            size = n + (1 if n < 64 else 2 if n < 4096 else 5)
+            return size + backlen_size(size)
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -(1 << 23) <= v < (1 << 23):
+        return 5
+    if -(1 << 31) <= v < (1 << 31):
+        return 6
+    return 10
+
+
 def listpack_encode(items) -> bytes:
     """A listpack blob holding ``items`` (bytes, or ints), as Redis 7.0 lays it out."""
     cdef bytearray body = bytearray(b"\0\0\0\0\0\0")
@@ -321,11 +351,34 @@ def listpack_encode(items) -> bytes:
     return bytes(body)
 
 
-def listpack_decode(bytes blob) -> list:
-    """Every element of a listpack blob, integers rendered as decimal bytes."""
+cdef Py_ssize_t _decode_backlen(const unsigned char *p, Py_ssize_t last) noexcept:
+    """Redis's ``lpDecodeBacklen``: the back-length ending at ``p[last]``, read backwards
+    (-1 when it runs past five bytes or before the blob)."""
+    cdef Py_ssize_t val = 0
+    cdef int shift = 0
+    while True:
+        if last < 0:
+            return -1
+        val |= <Py_ssize_t>(p[last] & 127) << shift
+        if not p[last] & 128:
+            return val
+        shift += 7
+        last -= 1
+        if shift > 28:
+            return -1
+
+
+def listpack_decode(bytes blob, bint check_count=True) -> list:
+    """Every element of a listpack blob, integers rendered as decimal bytes.
+
+    The whole blob is validated as Redis's deep ``lpValidateIntegrity`` does (pykv keeps no
+    packed blob, so it reads every entry anyway): total size and terminator, each entry's
+    encoding and bounds, each back-length against its entry, and the element count in the
+    header (unless it is 65535, "unknown"; or ``check_count`` is False: Redis never looks
+    at a stream node's count)."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(blob)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(blob)
-    cdef Py_ssize_t pos = 6, end = size - 1, n, entry, width, k
+    cdef Py_ssize_t pos = 6, end = size - 1, n, entry, width, k, bl, count = 0, numele
     cdef long long value
     cdef unsigned long long u
     cdef int b
@@ -333,46 +386,48 @@ def listpack_decode(bytes blob) -> list:
     if size < 7 or (p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t>p[3] << 24)) != size \
             or p[end] != 0xFF:
         raise RdbFormatError("invalid listpack header")
+    numele = p[4] | (p[5] << 8)
     while pos < end:
         b = p[pos]
         if b < 0x80:
-            out.append(b"%d" % b)
             entry = 1
         elif b < 0xC0:
-            n = b & 0x3F
-            entry = 1 + n
-            if pos + entry > end:
-                raise RdbFormatError("truncated listpack entry")
-            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 1, n))
+            entry = 1 + (b & 0x3F)
         elif b < 0xE0:
-            if pos + 2 > end:
-                raise RdbFormatError("truncated listpack entry")
-            value = ((b & 0x1F) << 8) | p[pos + 1]
-            if value >= 4096:
-                value -= 8192
-            out.append(b"%d" % value)
             entry = 2
         elif b < 0xF0:
             if pos + 2 > end:
                 raise RdbFormatError("truncated listpack entry")
-            n = ((b & 0x0F) << 8) | p[pos + 1]
-            entry = 2 + n
-            if pos + entry > end:
-                raise RdbFormatError("truncated listpack entry")
-            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 2, n))
+            entry = 2 + (((b & 0x0F) << 8) | p[pos + 1])
         elif b == 0xF0:
             if pos + 5 > end:
                 raise RdbFormatError("truncated listpack entry")
-            n = p[pos + 1] | (p[pos + 2] << 8) | (p[pos + 3] << 16) | \
-                (<Py_ssize_t>p[pos + 4] << 24)
-            entry = 5 + n
-            if pos + entry > end:
-                raise RdbFormatError("truncated listpack entry")
-            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 5, n))
-        elif 0xF1 <= b <= 0xF4:
-            width = 2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8
-            if pos + 1 + width > end:
-                raise RdbFormatError("truncated listpack entry")
+            entry = 5 + (p[pos + 1] | (p[pos + 2] << 8) | (p[pos + 3] << 16) |
+                         (<Py_ssize_t>p[pos + 4] << 24))
+        elif b <= 0xF4:
+            entry = 1 + (2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8)
+        else:
+            raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
+        bl = backlen_size(entry)
+        if pos + entry + bl > end:
+            raise RdbFormatError("truncated listpack entry")
+        if _decode_backlen(p, pos + entry + bl - 1) != entry:
+            raise RdbFormatError("listpack entry back-length mismatch")
+        if b < 0x80:
+            out.append(b"%d" % b)
+        elif b < 0xC0:
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 1, entry - 1))
+        elif b < 0xE0:
+            value = ((b & 0x1F) << 8) | p[pos + 1]
+            if value >= 4096:
+                value -= 8192
+            out.append(b"%d" % value)
+        elif b < 0xF0:
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 2, entry - 2))
+        elif b == 0xF0:
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 5, entry - 5))
+        else:
+            width = entry - 1
             u = 0
             for k in range(width - 1, -1, -1):
                 u = (u << 8) | p[pos + 1 + k]
@@ -381,10 +436,8 @@ def listpack_decode(bytes blob) -> list:
             else:
                 value = <long long>u
             out.append(b"%d" % value)
-            entry = 1 + width
-        else:
-            raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
-        pos += entry + backlen_size(entry)
-    if pos != end:
-        raise RdbFormatError("listpack entries overrun the blob")
+        pos += entry + bl
+        count += 1
+    if check_count and numele != 65535 and numele != count:
+        raise RdbFormatError("listpack element count does not match its header")
     return out

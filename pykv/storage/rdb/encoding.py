@@ -14,9 +14,11 @@ from pykv.storage.rdb._rio import (
     RdbWriter,
     listpack_decode,
     listpack_encode,
+    listpack_entry_size,
 )
 
-__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_decode", "listpack_encode"]
+__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_decode", "listpack_encode",
+           "listpack_entry_size"]
 
 RDB_VERSION = 10
 
@@ -75,81 +77,124 @@ def intset_encode(values) -> bytes:
 
 
 def intset_decode(blob: bytes) -> list[bytes]:
+    """Members of an intset, validated as Redis's deep ``intsetValidateIntegrity``: a
+    known width, a size that matches the count, not empty, strictly ascending."""
     if len(blob) < 8:
-        raise RdbFormatError("invalid intset")
+        raise RdbFormatError("Intset integrity check failed.")
     width = int.from_bytes(blob[:4], "little")
     count = int.from_bytes(blob[4:8], "little")
-    if width not in (2, 4, 8) or len(blob) != 8 + width * count:
-        raise RdbFormatError("invalid intset")
-    return [b"%d" % int.from_bytes(blob[8 + i * width:8 + (i + 1) * width], "little",
-                                   signed=True) for i in range(count)]
+    if width not in (2, 4, 8) or len(blob) != 8 + width * count or count == 0:
+        raise RdbFormatError("Intset integrity check failed.")
+    values = [int.from_bytes(blob[i:i + width], "little", signed=True)
+              for i in range(8, len(blob), width)]
+    for prev, cur in zip(values, values[1:], strict=False):
+        if cur <= prev:
+            raise RdbFormatError("Intset integrity check failed.")
+    return [b"%d" % v for v in values]
+
+
+_ZIP_INT_WIDTHS = {0xC0: 2, 0xD0: 4, 0xE0: 8, 0xF0: 3, 0xFE: 1}
 
 
 def ziplist_decode(blob: bytes) -> list[bytes]:
-    """Entries of a ziplist (Redis < 7 lists, hashes and zsets)."""
-    if len(blob) < 11 or blob[-1] != 0xFF:
-        raise RdbFormatError("invalid ziplist")
+    """Entries of a ziplist (Redis < 7 lists, hashes and zsets), validated as Redis's
+    ``ziplistValidateIntegrity`` (always deep for ziplists): header size, tail offset and
+    count, every entry's prevlen, encoding and bounds, the terminator."""
+    size = len(blob)
+    if size < 11 or int.from_bytes(blob[:4], "little") != size or blob[-1] != 0xFF:
+        raise RdbFormatError("invalid ziplist header")
+    tail = int.from_bytes(blob[4:8], "little")
+    header_count = int.from_bytes(blob[8:10], "little")
+    if tail > size - 1:
+        raise RdbFormatError("invalid ziplist tail offset")
+    last = size - 1  # the terminator: no entry may reach past it
     pos = 10
+    prev_start = -1
+    prev_size = 0
     out: list[bytes] = []
-    end = len(blob) - 1
-    while pos < end:
-        pos += 5 if blob[pos] == 0xFE else 1  # prevlen
+    while blob[pos] != 0xFF:
+        start = pos
+        if blob[pos] < 0xFE:
+            prevlen, pos = blob[pos], pos + 1
+        else:
+            if pos + 5 > last:
+                raise RdbFormatError("truncated ziplist entry")
+            prevlen, pos = int.from_bytes(blob[pos + 1:pos + 5], "little"), pos + 5
+        if prevlen != prev_size or start - prevlen < 10:
+            raise RdbFormatError("ziplist prevlen mismatch")
         b = blob[pos]
         kind = b >> 6
-        if kind == 0:
-            n = b & 0x3F
-            out.append(blob[pos + 1:pos + 1 + n])
-            pos += 1 + n
-        elif kind == 1:
-            n = ((b & 0x3F) << 8) | blob[pos + 1]
-            out.append(blob[pos + 2:pos + 2 + n])
-            pos += 2 + n
-        elif kind == 2:
-            n = int.from_bytes(blob[pos + 1:pos + 5], "big")
-            out.append(blob[pos + 5:pos + 5 + n])
-            pos += 5 + n
+        if kind < 3:
+            head = (1, 2, 5)[kind]
+            if pos + head > last:
+                raise RdbFormatError("truncated ziplist entry")
+            if kind == 0:
+                n = b & 0x3F
+            elif kind == 1:
+                n = ((b & 0x3F) << 8) | blob[pos + 1]
+            else:  # any 0b10xxxxxx byte is the 32-bit form (Redis masks the low bits)
+                n = int.from_bytes(blob[pos + 1:pos + 5], "big")
+            if pos + head + n > last:
+                raise RdbFormatError("truncated ziplist entry")
+            out.append(blob[pos + head:pos + head + n])
+            pos += head + n
         else:
-            widths = {0xC0: 2, 0xD0: 4, 0xE0: 8, 0xF0: 3, 0xFE: 1}
-            if b in widths:
-                w = widths[b]
+            if b in _ZIP_INT_WIDTHS:
+                w = _ZIP_INT_WIDTHS[b]
+                if pos + 1 + w > last:
+                    raise RdbFormatError("truncated ziplist entry")
                 value = int.from_bytes(blob[pos + 1:pos + 1 + w], "little", signed=True)
-                pos += 1 + w
             elif 0xF1 <= b <= 0xFD:
+                w = 0
                 value = (b & 0x0F) - 1
-                pos += 1
             else:
                 raise RdbFormatError(f"invalid ziplist entry encoding {b:#x}")
             out.append(b"%d" % value)
+            pos += 1 + w
+        prev_size = pos - start
+        prev_start = start
+        if pos > last:
+            raise RdbFormatError("truncated ziplist entry")
+    if pos != last or (prev_start >= 0 and prev_start != tail):
+        raise RdbFormatError("invalid ziplist tail offset")
+    if header_count != 0xFFFF and header_count != len(out):
+        raise RdbFormatError("ziplist element count does not match its header")
     return out
 
 
 def zipmap_decode(blob: bytes) -> list[bytes]:
-    """Field/value pairs of a zipmap (hashes in RDB files from Redis < 2.6)."""
+    """Field/value pairs of a zipmap (hashes in RDB files from Redis < 2.6), validated as
+    Redis's ``zipmapValidateIntegrity``: bounds, not empty, count, terminator."""
+    size = len(blob)
+    if size < 2 or blob[-1] != 0xFF:
+        raise RdbFormatError("Zipmap integrity check failed.")
+    last = size - 1
     pos = 1
     out: list[bytes] = []
 
     def read_len() -> int:
         nonlocal pos
-        b = blob[pos]
-        if b < 254:
-            pos += 1
-            return b
-        if b == 254:
-            n = int.from_bytes(blob[pos + 1:pos + 5], "little")
-            pos += 5
-            return n
-        raise StopIteration
+        width = 1 if blob[pos] < 254 else 5
+        if pos + width > last:
+            raise RdbFormatError("Zipmap integrity check failed.")
+        n = blob[pos] if width == 1 else int.from_bytes(blob[pos + 1:pos + 5], "little")
+        pos += width
+        return n
 
-    try:
-        while pos < len(blob) and blob[pos] != 0xFF:
-            klen = read_len()
-            out.append(blob[pos:pos + klen])
-            pos += klen
-            vlen = read_len()
-            free = blob[pos]
-            pos += 1
-            out.append(blob[pos:pos + vlen])
-            pos += vlen + free
-    except (StopIteration, IndexError):
-        raise RdbFormatError("invalid zipmap") from None
+    while blob[pos] != 0xFF:
+        klen = read_len()
+        if pos + klen > last:
+            raise RdbFormatError("Zipmap integrity check failed.")
+        out.append(blob[pos:pos + klen])
+        pos += klen
+        vlen = read_len()
+        free = blob[pos]
+        pos += 1
+        if pos + vlen + free > last:
+            raise RdbFormatError("Zipmap integrity check failed.")
+        out.append(blob[pos:pos + vlen])
+        pos += vlen + free
+    pairs = len(out) // 2
+    if pairs == 0 or (blob[0] != 254 and blob[0] != pairs):
+        raise RdbFormatError("Zipmap integrity check failed.")
     return out

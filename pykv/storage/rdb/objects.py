@@ -15,6 +15,7 @@ from typing import Any
 from pykv.storage.rdb import encoding as enc
 from pykv.storage.rdb._codec import crc64
 from pykv.storage.rdb.encoding import RdbFormatError, RdbReader, RdbWriter
+from pykv.storage.rdb.integrity import EmptyKey, Integrity, strtod
 from pykv.storage.values import is_string
 
 _value_types = None
@@ -104,26 +105,37 @@ def _score_bytes(score: float) -> bytes:
     return format_double(score)
 
 
+# Redis 7.0's quicklist node limits for a negative list-max-listpack-size, and the largest
+# node a positive (count) limit may build (SIZE_SAFETY_LIMIT); an entry is estimated at its
+# length plus 8 bytes when deciding whether it still fits (SIZE_ESTIMATE_OVERHEAD)
+_NODE_BYTES = {-1: 4096, -2: 8192, -3: 16384, -4: 32768, -5: 65536}
+_SAFETY_LIMIT = 8192
+_ENTRY_OVERHEAD = 8
+_LISTPACK_EMPTY = 7  # header (6) and end byte
+
+
 def list_nodes(items: list[bytes], config: Any) -> list[list[bytes]]:
-    """The quicklist nodes ``items`` fill, split the way ``list-max-listpack-size`` says."""
-    fill = getattr(config, "list_max_listpack_size", -2)
+    """The quicklist nodes ``items`` fill, split where Redis splits a list built by
+    appending (RPUSH) under ``list-max-listpack-size``, so DUMP and RDB bytes match Redis's."""
+    fill = min(getattr(config, "list_max_listpack_size", -2), 32767)  # quicklistSetFill's clamp
+    limit = _NODE_BYTES.get(fill, 65536) if fill < 0 else None
     nodes: list[list[bytes]] = []
-    if fill > 0:
-        for i in range(0, len(items), fill):
-            nodes.append(items[i:i + fill])
-    else:
-        limit = {-1: 4096, -2: 8192, -3: 16384, -4: 32768, -5: 65536}.get(fill, 8192)
-        node: list[bytes] = []
-        size = 6
-        for item in items:
-            cost = len(item) + 11
-            if node and size + cost > limit:
-                nodes.append(node)
-                node, size = [], 6
-            node.append(item)
-            size += cost
+    node: list[bytes] = []
+    size = _LISTPACK_EMPTY
+    for item in items:
         if node:
-            nodes.append(node)
+            estimate = size + len(item) + _ENTRY_OVERHEAD
+            if limit is not None:
+                fits = estimate <= limit
+            else:
+                fits = estimate <= _SAFETY_LIMIT and len(node) < fill
+            if not fits:
+                nodes.append(node)
+                node, size = [], _LISTPACK_EMPTY
+        node.append(item)
+        size += enc.listpack_entry_size(item)
+    if node:
+        nodes.append(node)
     return nodes
 
 
@@ -139,57 +151,141 @@ def _save_list(w: RdbWriter, items: list[bytes], config: Any) -> None:
 # ---------------------------------------------------------------------------------------
 # loading
 # ---------------------------------------------------------------------------------------
-def load_object(r: RdbReader, type_byte: int, config: Any) -> Any:
+def load_object(r: RdbReader, type_byte: int, config: Any,
+                integrity: Integrity | None = None) -> Any:
+    """Read one value of RDB type ``type_byte``; raises RdbFormatError (EmptyKey for a
+    value without elements) when it is not one Redis 7.0 would load (see ``integrity``)."""
+    if integrity is None:
+        integrity = Integrity()
     if type_byte == enc.TYPE_STRING:
         return r.string()
     vt = _types()
     if type_byte == enc.TYPE_LIST:
-        return vt.make_list([r.string() for _ in range(r.length())], config)
-    if type_byte in (enc.TYPE_LIST_QUICKLIST, enc.TYPE_LIST_QUICKLIST_2):
-        items: list[bytes] = []
-        for _ in range(r.length()):
-            container = enc.QUICKLIST_NODE_PACKED
-            if type_byte == enc.TYPE_LIST_QUICKLIST_2:
-                container = r.length()
-            blob = r.string()
-            if container == enc.QUICKLIST_NODE_PLAIN:
-                items.append(blob)
-            elif type_byte == enc.TYPE_LIST_QUICKLIST:
-                items.extend(enc.ziplist_decode(blob))
-            else:
-                items.extend(enc.listpack_decode(blob))
+        items = [r.string() for _ in range(_count(r))]
         return vt.make_list(items, config)
+    if type_byte in (enc.TYPE_LIST_QUICKLIST, enc.TYPE_LIST_QUICKLIST_2):
+        return vt.make_list(_load_quicklist(r, type_byte, integrity), config)
     if type_byte == enc.TYPE_LIST_ZIPLIST:
-        return vt.make_list(enc.ziplist_decode(r.string()), config)
+        items = _decoded(enc.ziplist_decode, r.string(), "List ziplist integrity check failed.")
+        return vt.make_list(_nonempty(items), config)
     if type_byte == enc.TYPE_SET:
-        return vt.make_set([r.string() for _ in range(r.length())], config)
+        members = [r.string() for _ in range(_count(r))]
+        return _whole(vt.make_set(members, config), members, "Duplicate set members detected")
     if type_byte == enc.TYPE_SET_INTSET:
-        return vt.make_set(enc.intset_decode(r.string()), config)
-    if type_byte == enc.TYPE_HASH:
-        n = r.length()
-        return vt.make_hash([(r.string(), r.string()) for _ in range(n)], config)
-    if type_byte in (enc.TYPE_HASH_LISTPACK, enc.TYPE_HASH_ZIPLIST, enc.TYPE_HASH_ZIPMAP):
         blob = r.string()
-        flat = {enc.TYPE_HASH_LISTPACK: enc.listpack_decode,
-                enc.TYPE_HASH_ZIPLIST: enc.ziplist_decode,
-                enc.TYPE_HASH_ZIPMAP: enc.zipmap_decode}[type_byte](blob)
-        return vt.make_hash(list(zip(flat[::2], flat[1::2], strict=True)), config)
+        integrity.checked()
+        return vt.make_set(enc.intset_decode(blob), config)
+    if type_byte == enc.TYPE_HASH:
+        n = _count(r)
+        pairs = [(r.string(), r.string()) for _ in range(n)]
+        return _whole(vt.make_hash(pairs, config), pairs, "Duplicate hash fields detected")
+    if type_byte in _PACKED_HASHES:
+        decode, what = _PACKED_HASHES[type_byte]
+        blob = r.string()
+        if type_byte == enc.TYPE_HASH_LISTPACK:
+            integrity.checked()
+        pairs = _pairs(_decoded(decode, blob, what), what)
+        value = vt.make_hash(pairs, config, packed=type_byte != enc.TYPE_HASH_ZIPMAP)
+        return _whole(value, pairs, what)
     if type_byte in (enc.TYPE_ZSET, enc.TYPE_ZSET_2):
-        n = r.length()
+        n = _count(r)
         pairs = []
         for _ in range(n):
             member = r.string()
             score = r.binary_double() if type_byte == enc.TYPE_ZSET_2 else r.old_double()
+            if score != score:
+                raise RdbFormatError("Zset with NAN score detected")
             pairs.append((member, score))
-        return vt.make_zset(pairs, config)
+        return _whole(vt.make_zset(pairs, config), pairs, "Duplicate zset fields detected")
     if type_byte in (enc.TYPE_ZSET_LISTPACK, enc.TYPE_ZSET_ZIPLIST):
-        decode = enc.listpack_decode if type_byte == enc.TYPE_ZSET_LISTPACK else \
-            enc.ziplist_decode
-        flat = decode(r.string())
-        return vt.make_zset([(m, float(s)) for m, s in zip(flat[::2], flat[1::2], strict=True)], config)
+        listpack = type_byte == enc.TYPE_ZSET_LISTPACK
+        what = "Zset listpack integrity check failed." if listpack else \
+            "Zset ziplist integrity check failed."
+        blob = r.string()
+        if listpack:
+            integrity.checked()
+        pairs = _pairs(_decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob,
+                                what), what)
+        return _whole(vt.make_zset(_sorted_scores(pairs), config, packed=True), pairs, what)
     if type_byte in (enc.TYPE_STREAM_LISTPACKS, enc.TYPE_STREAM_LISTPACKS_2):
-        return vt.load_stream(r, type_byte, config)
-    raise RdbFormatError(f"unknown RDB value type {type_byte}")
+        return vt.load_stream(r, type_byte, config, integrity)
+    raise RdbFormatError(f"Unknown RDB encoding type {type_byte}")
+
+
+_PACKED_HASHES = {
+    enc.TYPE_HASH_LISTPACK: (enc.listpack_decode, "Hash listpack integrity check failed."),
+    enc.TYPE_HASH_ZIPLIST: (enc.ziplist_decode, "Hash ziplist integrity check failed."),
+    enc.TYPE_HASH_ZIPMAP: (enc.zipmap_decode, "Zipmap integrity check failed."),
+}
+
+
+def _count(r: RdbReader) -> int:
+    """An element count that opens a plain list/set/zset/hash: 0 is an empty key."""
+    n = r.length()
+    if n == 0:
+        raise EmptyKey("empty key")
+    return n
+
+
+def _nonempty(items: list) -> list:
+    if not items:
+        raise EmptyKey("empty key")
+    return items
+
+
+def _decoded(decode: Any, blob: bytes, what: str) -> list[bytes]:
+    """``decode(blob)``, every decoding failure reported as Redis's integrity message."""
+    try:
+        return decode(blob)
+    except RdbFormatError:
+        raise RdbFormatError(what) from None
+
+
+def _pairs(flat: list[bytes], what: str) -> list[tuple[bytes, bytes]]:
+    """Field/value (or member/score) pairs of a packed blob: an even number of them."""
+    if len(flat) % 2:
+        raise RdbFormatError(what)
+    return _nonempty(list(zip(flat[::2], flat[1::2], strict=True)))
+
+
+def _whole(value: Any, elements: list, what: str) -> Any:
+    """``value`` built from ``elements``; it lost some if two were duplicates."""
+    if len(value) != len(elements):
+        raise RdbFormatError(what)
+    return value
+
+
+def _sorted_scores(pairs: list[tuple[bytes, bytes]]) -> list[tuple[bytes, float]]:
+    """Scores read as Redis reads them (strtod); a packed zset must already be in
+    (score, member) order, and a NaN score could never be ordered."""
+    out = [(member, strtod(text)) for member, text in pairs]
+    prev = None
+    for member, score in out:
+        if score != score or (prev is not None and (score, member) <= prev):
+            raise RdbFormatError("zset listpack entries out of order")
+        prev = (score, member)
+    return out
+
+
+def _load_quicklist(r: RdbReader, type_byte: int, integrity: Integrity) -> list[bytes]:
+    """The items of a quicklist (v2: listpack or plain nodes; v1: ziplist nodes)."""
+    items: list[bytes] = []
+    v2 = type_byte == enc.TYPE_LIST_QUICKLIST_2
+    for _ in range(_count(r)):
+        container = r.length() if v2 else enc.QUICKLIST_NODE_PACKED
+        if container not in (enc.QUICKLIST_NODE_PACKED, enc.QUICKLIST_NODE_PLAIN):
+            raise RdbFormatError("Quicklist integrity check failed.")
+        blob = r.string()
+        if not blob:
+            raise RdbFormatError("empty quicklist node")
+        if container == enc.QUICKLIST_NODE_PLAIN:
+            items.append(blob)
+        elif v2:
+            integrity.checked()
+            items.extend(_decoded(enc.listpack_decode, blob, "Listpack integrity check failed."))
+        else:
+            items.extend(_decoded(enc.ziplist_decode, blob, "Ziplist integrity check failed."))
+    return _nonempty(items)  # empty nodes are skipped, but not a list left with none
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,11 +312,11 @@ def verify_payload(payload: bytes) -> bool:
     return crc64(0, payload[:-8]) == int.from_bytes(payload[-8:], "little")
 
 
-def restore_payload(payload: bytes, config: Any) -> Any:
+def restore_payload(payload: bytes, config: Any, integrity: Integrity | None = None) -> Any:
     """The value in a DUMP payload; raises RdbFormatError when it isn't valid."""
     r = RdbReader(payload[:-10])
     type_byte = r.byte()
-    value = load_object(r, type_byte, config)
+    value = load_object(r, type_byte, config, integrity)
     if r.remaining():
         raise RdbFormatError("trailing bytes after the object")
     return value

@@ -1,0 +1,237 @@
+"""TLS as a connection type, side by side with Debian's redis-server (built with TLS).
+
+Certificates are made at test time (``pykv.testing.certs``, openssl). Each case starts
+redis-server and pykv with the same ``tls-*`` settings and compares what clients see:
+redis-cli and redis-py replies, handshake failures, CONFIG SET errors, a certificate reload.
+"""
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from support.servers import REDIS_SERVER
+
+from pykv.testing import Server, free_port
+from pykv.testing.certs import TestCerts, make_certs
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> TestCerts:
+    return make_certs(str(tmp_path_factory.mktemp("tls")))
+
+
+@pytest.fixture(scope="module")
+def other_certs(tmp_path_factory) -> TestCerts:
+    return make_certs(str(tmp_path_factory.mktemp("tls-other")), ca_name="another CA")
+
+
+def _tls_args(certs: TestCerts, auth: str = "yes") -> list[str]:
+    return ["--tls-cert-file", certs.server_cert, "--tls-key-file", certs.server_key,
+            "--tls-ca-cert-file", certs.ca_cert, "--tls-auth-clients", auth]
+
+
+class RealTlsRedis:
+    def __init__(self, args: list[str], tmp: str) -> None:
+        self.port, self.tls_port = free_port(), free_port()
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--tls-port", str(self.tls_port), "--dir", tmp, *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.tls_port), 1).close()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def pair(tmp_path) -> Iterator:
+    """Start (redis, pykv) with the same TLS arguments: ``pair(args)``."""
+    started = []
+
+    def start(args: list[str]):
+        real = RealTlsRedis(args, str(tmp_path))
+        started.append(real)
+        ours = Server(config={}, extra_args=["--tls-port", str(free_port()), *args])
+        ours.start()
+        started.append(ours)
+        ours.tls_port = int(ours.extra_args[1])
+        return real, ours
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def _cli(port: int, certs: TestCerts, *args: str, cert: bool = True,
+         ca: str | None = None) -> tuple[int, str]:
+    argv = ["redis-cli", "--tls", "--cacert", ca or certs.ca_cert, "-p", str(port)]
+    if cert:
+        argv += ["--cert", certs.client_cert, "--key", certs.client_key]
+    proc = subprocess.run([*argv, *args], capture_output=True, timeout=30, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_redis_cli_session_as_redis(pair, certs):
+    real, ours = pair(_tls_args(certs))
+    for cmd in (["PING"], ["SET", "k", "v"], ["GET", "k"], ["INCR", "k"], ["HELLO", "3"],
+                ["DEL", "k"], ["CONFIG", "GET", "tls-auth-clients"]):
+        expected = _cli(real.tls_port, certs, *cmd)
+        got = _cli(ours.tls_port, certs, *cmd)
+        if cmd[0] == "HELLO":  # server-specific fields; the shape must match
+            assert got[0] == expected[0] == 0 and "proto" in got[1], got
+            continue
+        assert got == expected, cmd
+
+
+@pytest.mark.parametrize("auth", ["yes", "optional", "no"])
+def test_client_certificate_policies_as_redis(pair, certs, auth):
+    real, ours = pair(_tls_args(certs, auth))
+    for with_cert in (True, False):
+        expected = _cli(real.tls_port, certs, "PING", cert=with_cert)
+        got = _cli(ours.tls_port, certs, "PING", cert=with_cert)
+        # refused: redis-cli fails either way (a reset can reach it as SIGPIPE)
+        assert (got[0] == 0, "PONG" in got[1]) == (expected[0] == 0, "PONG" in expected[1]), \
+            f"auth-clients {auth}, client cert {with_cert}: redis {expected}, pykv {got}"
+    # without a client certificate "yes" refuses, the others serve
+    assert ("PONG" in _cli(ours.tls_port, certs, "PING", cert=False)[1]) == (auth != "yes")
+
+
+def test_untrusted_server_and_plain_text_clients(pair, certs, other_certs):
+    real, ours = pair(_tls_args(certs))
+    for server in (real, ours):
+        code, out = _cli(server.tls_port, certs, "PING", ca=other_certs.ca_cert)
+        assert "PONG" not in out and "certificate verify failed" in out, out
+    for server in (real, ours):  # plain RESP on the TLS port: no reply, connection closed
+        with socket.create_connection(("127.0.0.1", server.tls_port), 5) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            sock.settimeout(5)
+            data = b""
+            try:
+                while chunk := sock.recv(4096):
+                    data += chunk
+            except (TimeoutError, ConnectionResetError):
+                pass
+            assert b"PONG" not in data
+
+
+def test_config_set_errors_as_redis(pair, certs):
+    real, ours = pair(_tls_args(certs))
+    for name, value in (("tls-cert-file", "/nonexistent.crt"), ("tls-protocols", "TLSv9"),
+                        ("tls-ca-cert-file", "/nonexistent-ca.crt"),
+                        ("tls-ciphers", "NO-SUCH-CIPHER"), ("tls-auth-clients", "maybe")):
+        expected = _cli(real.tls_port, certs, "CONFIG", "SET", name, value)
+        got = _cli(ours.tls_port, certs, "CONFIG", "SET", name, value)
+        assert got == expected, (name, value)
+        # the old settings still serve
+        assert "PONG" in _cli(ours.tls_port, certs, "PING")[1]
+
+
+def test_certificate_reload_for_new_connections(pair, certs, other_certs):
+    real, ours = pair(_tls_args(certs, "no"))
+    for server in (real, ours):
+        kept = redis.Redis(port=server.tls_port, ssl=True, ssl_ca_certs=certs.ca_cert)
+        assert kept.ping()
+        assert _cli(server.tls_port, certs, "CONFIG", "SET",
+                    "tls-cert-file", other_certs.server_cert,
+                    "tls-key-file", other_certs.server_key)[1].strip() == "OK"
+        deadline = time.monotonic() + 10
+        while "PONG" not in _cli(server.tls_port, other_certs, "PING", cert=False)[1]:
+            assert time.monotonic() < deadline, "new certificate not served"
+            time.sleep(0.1)
+        assert "PONG" not in _cli(server.tls_port, certs, "PING", cert=False)[1]
+        assert kept.ping()  # a connection made before the reload keeps working
+        kept.close()
+
+
+def test_redis_py_with_and_without_client_certificates(certs):
+    with Server(tls=True) as server:
+        assert server.client(ssl=True).ping()
+        r = server.client(ssl=True, ssl_certfile=server.tls_certs.client_cert,
+                          ssl_keyfile=server.tls_certs.client_key, decode_responses=True)
+        r.set("k", "v" * 100_000)
+        assert r.get("k") == "v" * 100_000
+        pipe = r.pipeline(transaction=False)
+        for _i in range(1000):
+            pipe.incr("n")
+        assert pipe.execute()[-1] == 1000
+        info = r.info("server")
+        assert info["redis_version"].startswith("7.0")
+
+
+def test_tls_port_changed_at_runtime(certs):
+    with Server(extra_args=["--tls-port", str(free_port()), *_tls_args(certs, "no")]) as s:
+        admin = s.client()
+        new_port = free_port()
+        assert admin.config_set("tls-port", new_port)
+        ctx = ssl.create_default_context(cafile=certs.ca_cert)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", new_port), 2) as raw, \
+                        ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                    tls.sendall(b"*1\r\n$4\r\nPING\r\n")
+                    assert tls.recv(100) == b"+PONG\r\n"
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "no TLS listener on the new port"
+                time.sleep(0.1)
+        assert admin.config_get("tls-port") == {"tls-port": str(new_port)}
+
+
+def test_redis_benchmark_over_tls(certs):
+    with Server(extra_args=["--tls-port", str(free_port()), *_tls_args(certs)]) as s:
+        port = s.extra_args[1]
+        proc = subprocess.run(
+            ["redis-benchmark", "--tls", "--cacert", certs.ca_cert, "--cert", certs.client_cert,
+             "--key", certs.client_key, "-p", port, "-n", "2000", "-c", "4", "-P", "4",
+             "-t", "set,get", "-q"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "SET:" in proc.stdout and "GET:" in proc.stdout, proc.stdout
+
+
+def test_info_tcp_port_is_the_tls_port_without_a_plain_one(tmp_path, certs):
+    tls_port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pykv", "--port", "0", "--save", "",
+                             "--tls-port", str(tls_port), "--dir", str(tmp_path),
+                             *_tls_args(certs, "no")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while (out := _cli(tls_port, certs, "INFO", "server", cert=False)[1]) and \
+                "redis_version" not in out:
+            assert time.monotonic() < deadline, out
+            time.sleep(0.2)
+        assert f"tcp_port:{tls_port}\r" in out or f"tcp_port:{tls_port}\n" in out, out
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_missing_certificate_is_fatal_as_in_redis(tmp_path, certs):
+    args = ["--tls-port", str(free_port()), "--tls-key-file", certs.server_key,
+            "--tls-ca-cert-file", certs.ca_cert, "--save", "", "--port", str(free_port())]
+    real = subprocess.run([REDIS_SERVER, *args, "--dir", str(tmp_path)], capture_output=True,
+                          text=True, timeout=30)
+    ours = subprocess.run([sys.executable, "-m", "pykv", *args, "--dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == ours.returncode == 1
+    for line in ("No tls-cert-file configured!",
+                 "Failed to configure TLS. Check logs for more info."):
+        assert line in real.stdout and line in ours.stdout, (line, real.stdout, ours.stdout)
