@@ -190,25 +190,31 @@ def acl_dryrun_denied(what: str, value: bytes) -> bytes:
     return b"This user has no permissions to access the '" + value + b"' " + what.encode()
 
 
+def _c_string(arg: bytes) -> bytes:
+    """An argument as Redis's ``%s`` prints it: up to its first NUL byte."""
+    return arg.split(b"\0", 1)[0]
+
+
 def acl_setuser_error(modifier: bytes, reason: str) -> ErrorReply:
-    return ErrorReply(b"ERR Error in ACL SETUSER modifier '" + modifier + b"': "
+    return ErrorReply(b"ERR Error in ACL SETUSER modifier '" + _c_string(modifier) + b"': "
                       + reason.encode())
 
 
 def acl_unmatched_paren(arg: bytes) -> ErrorReply:
-    return ErrorReply(b"ERR Unmatched parenthesis in acl selector starting at '" + arg + b"'.")
+    return ErrorReply(b"ERR Unmatched parenthesis in acl selector starting at '"
+                      + _c_string(arg) + b"'.")
 
 
 def acl_unknown_category(name: bytes) -> ErrorReply:
-    return ErrorReply(b"ERR Unknown category '" + name + b"'")
+    return ErrorReply(b"ERR Unknown category '" + _c_string(name)[:128] + b"'")
 
 
 def acl_no_user(name: bytes) -> ErrorReply:
-    return ErrorReply(b"ERR User '" + name + b"' not found")
+    return ErrorReply(b"ERR User '" + _c_string(name) + b"' not found")
 
 
 def acl_no_command(name: bytes) -> ErrorReply:
-    return ErrorReply(b"ERR Command '" + name + b"' not found")
+    return ErrorReply(b"ERR Command '" + _c_string(name) + b"' not found")
 
 
 # what a script's redis.call() gets for a command its caller's user may not run

@@ -451,3 +451,12 @@ def test_default_user_off(diff, real_redis, pykv_proc):
     finally:
         diff("ACL", "SETUSER", "default", "on")
     diff("PING")
+
+
+@pytest.mark.parametrize("args", [
+    ["CAT", "x" * 200], ["CAT", "\x00\xff\r\n"], ["CAT", "re\x00ad"],
+    ["SETUSER", "u", "+ge\x00t"], ["SETUSER", "u", "(+ge\x00t"], ["SETUSER", "u", "+" + "x" * 200],
+    ["DRYRUN", "u\x00x", "get"], ["DRYRUN", "default", "g\x00et"], ["DRYRUN", "x" * 200, "get"],
+])
+def test_error_texts_with_odd_arguments(diff, args):
+    diff("ACL", *args)
