@@ -251,6 +251,8 @@ def acl_whoami(c, argv):
 
 @command("acl|cat")
 def acl_cat(c, argv):
+    if len(argv) > 3:
+        return errors.subcommand_syntax(argv[1], argv[0])
     if len(argv) == 2:
         return [cat.encode() for cat in CATEGORIES]
     cat = argv[2].lower().decode("utf-8", "replace")
@@ -262,6 +264,8 @@ def acl_cat(c, argv):
 
 @command("acl|genpass")
 def acl_genpass(c, argv):
+    if len(argv) > 3:
+        return errors.subcommand_syntax(argv[1], argv[0])
     bits = 256
     if len(argv) > 2:
         bits = parse_int(argv[2])

@@ -167,6 +167,9 @@ def test_whoami_help_genpass(diff, diff3, real_redis, pykv_proc):
 def test_unknown_subcommands(diff):
     diff("ACL", "NOSUCH")
     diff("ACL")
+    for args in (["CAT", "read", "x"], ["GENPASS", "1", "2"], ["LOG", "1", "2"], ["LIST", "x"],
+                 ["WHOAMI", "x"], ["USERS", "x"], ["HELP", "x"], ["DRYRUN", "default"]):
+        diff("ACL", *args)
 
 
 @pytest.mark.parametrize("args", [
