@@ -160,6 +160,7 @@ LOADING = ErrorReply(b"LOADING Redis is loading the dataset in memory")
 def misconf_aof(reason: str) -> ErrorReply:
     return ErrorReply(b"MISCONF Errors writing to the AOF file: " + reason.encode())
 
+
 # -- DUMP / RESTORE -----------------------------------------------------------------------------
 BAD_DUMP_PAYLOAD = ErrorReply(b"ERR DUMP payload version or checksum are wrong")
 BAD_DATA_FORMAT = ErrorReply(b"ERR Bad data format")
@@ -170,3 +171,116 @@ LUA_ACL_CHECK_UNKNOWN = "Invalid command passed to redis.acl_check_cmd()"
 
 # -- maxmemory --------------------------------------------------------------------------------
 OOM = ErrorReply(b"OOM command not allowed when used memory > 'maxmemory'.")
+
+# -- ACL (pykv.acl, pykv.commands.acl) ---------------------------------------------------
+NOPERM_KEY = ErrorReply(
+    b"NOPERM this user has no permissions to access one of the keys used as arguments")
+NOPERM_CHANNEL = ErrorReply(
+    b"NOPERM this user has no permissions to access one of the channels used as arguments")
+ACL_DEFAULT_UNDELETABLE = ErrorReply(b"ERR The 'default' user cannot be removed")
+ACL_BAD_USERNAME = ErrorReply(b"ERR Usernames can't contain spaces or null characters")
+ACL_GENPASS_BITS = ErrorReply(
+    b"ERR ACL GENPASS argument must be the number of bits for the output password, a "
+    b"positive number up to 4096")
+
+
+def noperm_command(fullname: str) -> ErrorReply:
+    return ErrorReply(
+        b"NOPERM this user has no permissions to run the '" + fullname.encode() + b"' command")
+
+
+def acl_dryrun_denied(what: str, value: bytes) -> bytes:
+    """ACL DRYRUN's answer for a denial: ``what`` is "command", "key" or "channel"."""
+    if what == "command":
+        return b"This user has no permissions to run the '" + value + b"' command"
+    return b"This user has no permissions to access the '" + value + b"' " + what.encode()
+
+
+def _c_string(arg: bytes) -> bytes:
+    """An argument as Redis's ``%s`` prints it: up to its first NUL byte."""
+    return arg.split(b"\0", 1)[0]
+
+
+def acl_setuser_error(modifier: bytes, reason: str) -> ErrorReply:
+    return ErrorReply(b"ERR Error in ACL SETUSER modifier '" + _c_string(modifier) + b"': "
+                      + reason.encode())
+
+
+def acl_unmatched_paren(arg: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unmatched parenthesis in acl selector starting at '"
+                      + _c_string(arg) + b"'.")
+
+
+def acl_unknown_category(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unknown category '" + _c_string(name)[:128] + b"'")
+
+
+def acl_no_user(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR User '" + _c_string(name) + b"' not found")
+
+
+def acl_no_command(name: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Command '" + _c_string(name) + b"' not found")
+
+
+# what a script's redis.call() gets for a command its caller's user may not run
+ACL_SCRIPT_DENIED = {
+    "command": b"ERR The user executing the script can't run this command or subcommand",
+    "key": b"ERR The user executing the script can't access at least one of the keys mentioned "
+           b"in the command arguments",
+    "channel": b"ERR The user executing the script can't publish to the channel mentioned in "
+               b"the command",
+}
+
+# EXEC re-checks its queued commands (the rules may have changed since they were queued)
+ACL_EXEC_DENIED = {
+    reason: ErrorReply(
+        b"NOPERM ACLs rules changed between the moment the transaction was accumulated and "
+        b"the EXEC call. This command is no longer allowed for the following reason: " + why)
+    for reason, why in (("command", b"no permission to execute the command or subcommand"),
+                        ("key", b"no permission to touch the specified keys"),
+                        ("channel", b"no permission to access one of the channels used as "
+                                    b"arguments"))
+}
+
+ACL_NO_FILE = ErrorReply(
+    b"ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    b"users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    b"Redis configuration file set) in order to store users in the Redis configuration.")
+ACL_SAVE_FAILED = ErrorReply(
+    b"ERR There was an error trying to save the ACLs. Please check the server logs for more "
+    b"information")
+ACL_FILE_AND_USERS = (
+    "Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
+    "path is invalid. This setup is very likely to lead to configuration errors and security "
+    "holes, please define either an ACL file or declare users directly in your redis.conf, "
+    "but not both.")
+
+
+def acl_file_unreadable(path: str, reason: str) -> str:
+    return f"Error loading ACLs, opening file '{path}': {reason}"
+
+
+# ACL LOAD's error text: one fragment per problem, then ACL_LOAD_NO_CHANGE
+ACL_LOAD_NO_CHANGE = ("WARNING: ACL errors detected, no change to the previously active ACL "
+                      "rules was performed")
+
+
+def acl_load_not_user(filename: str, linenum: int) -> str:
+    return f"{filename}:{linenum} should start with user keyword followed by the username. "
+
+
+def acl_load_duplicate(name: str, linenum: int) -> str:
+    return f"WARNING: Duplicate user '{name}' found on line {linenum}. "
+
+
+def acl_load_unmatched_paren(filename: str, linenum: int) -> str:
+    return f"{filename}:{linenum}: Unmatched parenthesis in selector definition."
+
+
+def acl_load_unknown(filename: str, linenum: int, rule: str, reason: str) -> str:
+    return f"{filename}:{linenum}: Error in applying operation '{rule}': {reason}. "
+
+
+def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
+    return f"{filename}:{linenum}: {reason}. "

@@ -8,6 +8,8 @@ per-client state elsewhere (transactions, pub/sub, tracking) drop it through
 from __future__ import annotations
 
 from pykv import errors
+from pykv.acl.check import log_denial
+from pykv.commands.acl import login, redact
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, PONG, ErrorReply, SimpleString
@@ -42,17 +44,21 @@ def select(c, argv):
     return OK
 
 
-def _check_password(c, username: bytes, password: bytes) -> ErrorReply | None:
-    acl = getattr(c.server, "acl", None)
-    if acl is not None and hasattr(acl, "check_password"):
-        return acl.check_password(c, username, password)
-    requirepass = c.server.config.requirepass
-    if username != b"default":
+def _authenticate(c, username: bytes, password: bytes, name: bytes) -> ErrorReply | None:
+    """Log the connection in as ``username`` (the ACL users), or the WRONGPASS error."""
+    acl = c.server.acl
+    if acl is None:  # a server without the ACL family: only requirepass
+        requirepass = c.server.config.requirepass
+        if username != b"default" or (
+                requirepass and password.decode("utf-8", "surrogateescape") != requirepass):
+            return errors.WRONGPASS
+        c.set_authenticated(True)
+        return None
+    user = acl.authenticate(username, password)
+    if user is None:
+        log_denial(c, "auth", name, username, c.server.commands.get(name.lower()))
         return errors.WRONGPASS
-    if not requirepass:
-        return None  # the default user has nopass
-    if password.decode("utf-8", "surrogateescape") != requirepass:
-        return errors.WRONGPASS
+    login(c, user)
     return None
 
 
@@ -60,16 +66,19 @@ def _check_password(c, username: bytes, password: bytes) -> ErrorReply | None:
 def auth(c, argv):
     if len(argv) > 3:
         return errors.SYNTAX
+    name = argv[0]
     if len(argv) == 2:
-        if not c.server.config.requirepass:
-            return errors.AUTH_NOT_CONFIGURED
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    err = _check_password(c, username, password)
+    redact(argv, 1)
+    if len(argv) == 2:
+        acl = c.server.acl
+        if (acl.default.nopass if acl is not None else not c.server.config.requirepass):
+            return errors.AUTH_NOT_CONFIGURED
+    err = _authenticate(c, username, password, name)
     if err is not None:
         return err
-    c.set_authenticated(True)
     return OK
 
 
@@ -104,6 +113,7 @@ def hello(c, argv):
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
             auth_args = (argv[i + 1], argv[i + 2])
+            redact(argv, i + 1, i + 3)
             i += 3
         elif opt == b"setname" and more >= 1:
             setname = argv[i + 1]
@@ -111,10 +121,9 @@ def hello(c, argv):
         else:
             return ErrorReply(b"ERR Syntax error in HELLO option '" + argv[i] + b"'")
     if auth_args is not None:
-        err = _check_password(c, *auth_args)
+        err = _authenticate(c, *auth_args, argv[0])
         if err is not None:
             return err
-        c.set_authenticated(True)
     if not c.authenticated:
         return errors.HELLO_NOAUTH
     if setname is not None:
@@ -154,8 +163,12 @@ def reset(c, argv):
     c.multi_dirty = False
     c.watch_dirty = False
     c.tracking = None
-    c.set_authenticated(not server.config.requirepass)
-    c.user = "default"
+    if server.acl is None:
+        c.set_authenticated(not server.config.requirepass)
+        c.user = "default"
+    else:  # back to the default user, as Redis's clearClientConnectionState
+        login(c, server.acl.default)
+        c.set_authenticated(not server.acl.auth_required())
     c.select(0)
     c.resp = 2
     c.name = b""

@@ -57,8 +57,16 @@ def exec_(c, argv):
     c.deny_blocking = True
     aof = c.server.aof
     mark = aof.begin_transaction(c.db_index) if aof.enabled else None
+    # the ACL rules may have changed since the commands were queued (pykv.acl)
+    acl_user = c.acl_user if c.acl_restricted else None
     try:
         for cmd, qargv in queue:
+            if acl_user is not None:
+                err = acl_user.deny_in_exec(c, cmd, qargv, c.server.commands.get(b"exec"))
+                if err is not None:
+                    c.server.count_error(err)
+                    c.add_reply(err)
+                    continue
             c.call(cmd, qargv)
     finally:
         c.deny_blocking = was_denying

@@ -255,10 +255,9 @@ ENTRIES: list[ConfigEntry] = [
         "pubsub": (32 << 20, 8 << 20, 60)}),
     _e("maxmemory-clients", MEMORY, 0, min=-100, max=LLONG_MAX, flags=_f("percent", "compat")),
     _e("tracking-table-max-keys", INT, 1000000, min=0, max=LLONG_MAX),
-    _e("aclfile", STRING, "", immutable=True, flags=COMPAT),
-    _e("acllog-max-len", INT, 128, min=0, max=LLONG_MAX, flags=COMPAT),
-    _e("acl-pubsub-default", ENUM, "resetchannels", choices=("allchannels", "resetchannels"),
-       flags=COMPAT),
+    _e("aclfile", STRING, "", immutable=True),
+    _e("acllog-max-len", INT, 128, min=0, max=LLONG_MAX),
+    _e("acl-pubsub-default", ENUM, "resetchannels", choices=("allchannels", "resetchannels")),
     _e("sanitize-dump-payload", ENUM, "no", choices=("no", "yes", "clients")),
     # latency tracking
     _e("latency-tracking", BOOL, True),

@@ -329,6 +329,24 @@ class Engine:
             return self._api_resp_to_lua(value)
         raise CommandError(value.decode("utf-8", "surrogateescape"), tag == TAG_ARG_ERROR)
 
+    def _lua_acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd(): may the script's caller run this command line?"""
+        argv = self._argv(args)
+        if type(argv) is not list:
+            raise CommandError(argv.decode())
+        cmd = self.server.commands.get(argv[0].lower())
+        if cmd is not None and cmd.subcommands:
+            if len(argv) > 1:
+                cmd = cmd.subcommands.get(argv[1].lower())
+        elif cmd is not None and cmd.handler is None:
+            cmd = None
+        if cmd is None:
+            raise CommandError("ERR Invalid command passed to redis.acl_check_cmd()")
+        caller = self.ctx.caller if self.ctx is not None else None
+        if caller is None or not caller.acl_restricted:
+            return True
+        return caller.acl_user.may_run(cmd, argv)
+
     def _lua_call_protected(self, *args: Any) -> Any:
         tag, value = self._lua_call(args)
         if tag == TAG_VALUE:
@@ -394,6 +412,11 @@ class Engine:
             return TAG_ERROR, _ERR_ARITY
         if cmd.noscript and not self.client.server.script_disable_deny_script:
             return TAG_ERROR, _ERR_NOSCRIPT
+        caller = ctx.caller  # commands run as the caller's ACL user (pykv.acl)
+        if caller is not None and caller.acl_restricted:
+            denied = caller.acl_user.deny_in_script(caller, cmd, argv, ctx.command)
+            if denied is not None:
+                return TAG_ERROR, denied
         if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
             return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
         if cmd.is_write:

@@ -244,6 +244,10 @@ cdef class ClientCore:
     cdef public long long id, net_in, net_out
     cdef public int resp, db_index, reply_mode
     cdef public bint authenticated, closing, closed, paused, deny_blocking, multi_dirty
+    # the ACL user (pykv.acl.User) and whether it is restricted at all: the one flag the
+    # dispatcher tests for a user allowed everything
+    cdef public bint acl_restricted
+    cdef public object acl_user
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public set channels, patterns, shard_channels
@@ -348,6 +352,11 @@ cdef class ClientCore:
         if not self.authenticated and not cmd.no_auth:
             self.reject(errors.NOAUTH, cmd)
             return
+        if self.acl_restricted:
+            err = self.acl_user.deny(self, cmd, argv)
+            if err is not None:
+                self.reject(err, cmd)
+                return
         if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
             self.reject(errors.protected_refused(cmd.protected_by), cmd)
             return

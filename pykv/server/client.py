@@ -66,7 +66,13 @@ class Client(ClientCore):
         self.name: bytes = b""
         self.lib_name: bytes = b""
         self.lib_ver: bytes = b""
-        self.authenticated = not server.config.requirepass
+        acl = server.acl
+        if acl is None:
+            self.authenticated = not server.config.requirepass
+        else:  # the default user (pykv.acl), needing a password or not
+            self.authenticated = not acl.auth_required()
+            self.acl_user = acl.default
+            self.acl_restricted = not acl.default.unrestricted
         self.user = "default"
         self.parser.auth_required = not self.authenticated
         now = time.time()

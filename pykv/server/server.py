@@ -159,6 +159,8 @@ class Server(ServerCore):
         # (FUNCTION/FCALL, also what the RDB saver/loader call) and INFO's sampler
         self.functions: Any = None
         self.info_sampler: Any = None
+        # the ACL users (pykv.acl.Acl, via pykv.commands.acl.install)
+        self.acl: Any = None
         # the append-only file; ``propagate(db_id, argv)`` is set while it is on
         self.propagate: Callable[[int, list[bytes]], None] | None = None
         self.aof = AppendOnlyFile(self)

@@ -26,9 +26,6 @@ FULL_PER_FAMILY = 200     # -m slow: 3200 sequences, 128000 generated commands
 # contain to match, why it differs, and a reproduction (run after SETUP) that must still show
 # the difference. ``unimplemented`` commands are not generated at all.
 KNOWN_DIFFERENCES: list[dict] = [
-    {"id": "acl", "command": "acl|*", "tokens": (), "unimplemented": True,
-     "reason": "ACL is not implemented (the ACL issue): unknown command",
-     "repro": [("ACL", "WHOAMI")]},
     {"id": "sort-stale-errno", "command": "sort*", "tokens": (),
      "redis_reply": b"-ERR One or more scores can't be converted into double",
      "reason": "a Redis 7.0 bug pykv does not copy: SORT checks errno without clearing it, so "
