@@ -329,24 +329,6 @@ class Engine:
             return self._api_resp_to_lua(value)
         raise CommandError(value.decode("utf-8", "surrogateescape"), tag == TAG_ARG_ERROR)
 
-    def _lua_acl_check_cmd(self, *args: Any) -> bool:
-        """redis.acl_check_cmd(): may the script's caller run this command line?"""
-        argv = self._argv(args)
-        if type(argv) is not list:
-            raise CommandError(argv.decode())
-        cmd = self.server.commands.get(argv[0].lower())
-        if cmd is not None and cmd.subcommands:
-            if len(argv) > 1:
-                cmd = cmd.subcommands.get(argv[1].lower())
-        elif cmd is not None and cmd.handler is None:
-            cmd = None
-        if cmd is None:
-            raise CommandError("ERR Invalid command passed to redis.acl_check_cmd()")
-        caller = self.ctx.caller if self.ctx is not None else None
-        if caller is None or not caller.acl_restricted:
-            return True
-        return caller.acl_user.may_run(cmd, argv)
-
     def _lua_call_protected(self, *args: Any) -> Any:
         tag, value = self._lua_call(args)
         if tag == TAG_VALUE:
@@ -358,17 +340,22 @@ class Engine:
         return self.lua.table_from({b"err": value, b"ignore_error_stats_update": True})
 
     def _lua_acl_check_cmd(self, *args: Any) -> bool:
-        """redis.acl_check_cmd: whether the caller may run the command (pykv has no ACL
-        rules beyond the default user, so every known command is allowed)."""
+        """redis.acl_check_cmd(): may the script's caller run this command line?"""
         argv = self._argv(args)
         if type(argv) is not list:
             raise CommandError(argv.decode(), True)
         cmd = self.server.commands.get(argv[0].lower())
-        if cmd is not None and cmd.subcommands and len(argv) >= 2:
-            cmd = cmd.subcommands.get(argv[1].lower())
+        if cmd is not None and cmd.subcommands:
+            if len(argv) > 1:
+                cmd = cmd.subcommands.get(argv[1].lower())
+        elif cmd is not None and cmd.handler is None:
+            cmd = None
         if cmd is None:
             raise ApiError(errors.LUA_ACL_CHECK_UNKNOWN)
-        return True
+        caller = self.ctx.caller if self.ctx is not None else None
+        if caller is None or not caller.acl_restricted:
+            return True
+        return caller.acl_user.may_run(cmd, argv)
 
     def _set_resp(self, resp: int) -> None:
         """redis.setresp(resp): how this run's later redis.call replies reach Lua."""
