@@ -23,7 +23,6 @@ with Redis's reason; CONFIG SET then restores every value it changed.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 import socket
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pykv import errors
 from pykv.config.values import ConfigError
 from pykv.net.base import Listener, ListenerSpec
+from pykv.net.tcp import bind_sockets
 from pykv.protocol.types import ErrorReply
 
 if TYPE_CHECKING:
@@ -42,10 +42,6 @@ log = logging.getLogger("pykv")
 
 # Redis keeps this many file descriptors for itself beyond maxclients
 RESERVED_FDS = 32
-# a failed optional ("-addr") bind is skipped for these, as in Redis's listenToPort
-_OPTIONAL_BIND_ERRNOS = {errno.ENOPROTOOPT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT,
-                         errno.EPFNOSUPPORT, errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL}
-
 
 def install(server: Server) -> RuntimeEffects:
     effects = RuntimeEffects(server)
@@ -214,39 +210,6 @@ def is_local(conn: Any) -> bool:
 
 
 # -- synchronous TCP listening -----------------------------------------------------------
-def bind_sockets(binds: list[str], port: int, backlog: int) -> list[socket.socket]:
-    """Bound, listening, non-blocking sockets for Redis-style bind addresses.
-
-    ``-addr`` is optional (skipped when the address does not exist here), ``*`` is every
-    IPv4 address and ``::*`` every IPv6 one. Failures are logged as Redis logs them.
-    """
-    socks: list[socket.socket] = []
-    for raw in binds:
-        optional = raw.startswith("-")
-        addr = raw[1:] if optional else raw
-        host = {"*": "0.0.0.0", "::*": "::"}.get(addr, addr)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind((host, port))
-            sock.listen(backlog)
-            sock.setblocking(False)
-        except OSError as exc:
-            sock.close()
-            if optional and exc.errno in _OPTIONAL_BIND_ERRNOS:
-                continue
-            log.warning("Warning: Could not create server TCP listening socket %s:%d: "
-                        "bind: %s", addr, port, exc.strerror)
-            for s in socks:
-                s.close()
-            raise
-        socks.append(sock)
-    return socks
-
-
 class SocketListener(Listener):
     """A TCP listener over sockets bound beforehand, served by the running loop."""
 

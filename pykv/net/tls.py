@@ -27,7 +27,7 @@ from typing import Any
 
 from pykv.net.base import AcceptFn, ConnectionType, Listener, ListenerSpec
 from pykv.net.stream import StreamConnection
-from pykv.net.tcp import bind_address
+from pykv.net.tcp import bind_sockets
 
 log = logging.getLogger("pykv")
 
@@ -155,33 +155,6 @@ class TlsListener(Listener):
         return "".join(f",bind={b}" for b in self.spec.binds) + f",port={self.spec.port}"
 
 
-def bind_sockets(binds: list[str], port: int, backlog: int) -> tuple[list[socket.socket], int]:
-    sockets: list[socket.socket] = []
-    for raw in binds:
-        addr, optional = bind_address(raw)
-        family = socket.AF_INET6 if ":" in addr else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind((addr, port))
-            sock.listen(backlog)
-            sock.setblocking(False)
-        except OSError as exc:
-            sock.close()
-            if optional:
-                continue
-            for s in sockets:
-                s.close()
-            raise OSError(exc.errno, f"Could not create server TLS listening socket "
-                          f"{raw}:{port}: {exc.strerror}") from exc
-        if port == 0:  # ephemeral: every address gets the first one's port
-            port = sock.getsockname()[1]
-        sockets.append(sock)
-    return sockets, port
-
-
 class TlsConnectionType(ConnectionType):
     name = "tls"
 
@@ -200,5 +173,7 @@ def open_listener(spec: ListenerSpec, accept: AcceptFn, server: Any) -> TlsListe
         log.warning("%s", exc)
         raise ValueError("Failed to configure TLS. Check logs for more info.") from None
     backlog = int(getattr(server.config, "tcp_backlog", 511))
-    sockets, spec.port = bind_sockets(spec.binds or ["127.0.0.1"], spec.port, backlog)
+    sockets = bind_sockets(spec.binds or ["127.0.0.1"], spec.port, backlog, "TLS")
+    if sockets:
+        spec.port = sockets[0].getsockname()[1]
     return TlsListener(spec, accept, server, sockets, ctx)
