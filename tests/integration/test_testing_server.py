@@ -348,3 +348,36 @@ def test_pykv_db_fixture(pytester):
     pytester.makepyfile(test_dbs=PER_TEST_DB)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "-p", "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+XDIST_TESTS = """
+import os
+
+def _record(pykv_server, pykv_client, name):
+    worker = os.environ["PYTEST_XDIST_WORKER"]
+    pykv_client.set(name, worker)
+    with open(os.path.join(os.environ["XD_OUT"], name), "w") as fh:
+        fh.write(f"{worker} {pykv_server.port}")
+
+def test_a(pykv_server, pykv_client): _record(pykv_server, pykv_client, "a")
+def test_b(pykv_server, pykv_client): _record(pykv_server, pykv_client, "b")
+def test_c(pykv_server, pykv_client): _record(pykv_server, pykv_client, "c")
+def test_d(pykv_server, pykv_client): _record(pykv_server, pykv_client, "d")
+"""
+
+
+def test_pytest_xdist_workers_get_their_own_servers(tmp_path):
+    """Under ``pytest -n 2`` each worker starts its own session server (no shared state
+    between parallel tests): two workers, two ports."""
+    pytest.importorskip("xdist")
+    (tmp_path / "test_parallel.py").write_text(XDIST_TESTS)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p",
+                           "no:cacheprovider", "test_parallel.py"], cwd=tmp_path,
+                          env={**os.environ, "XD_OUT": str(out)}, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = dict(p.read_text().split() for p in out.iterdir())
+    assert set(seen) == {"gw0", "gw1"}, seen  # both workers ran tests
+    assert len(set(seen.values())) == 2, seen  # on two different servers
