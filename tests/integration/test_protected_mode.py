@@ -74,12 +74,16 @@ class NsServer:
                            stderr=subprocess.STDOUT,
                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
         deadline = time.monotonic() + 20
-        while not self.exchange(ns, "127.0.0.1", b"*1\r\n$4\r\nPING\r\n").startswith(
-                (b"+PONG", b"-NOAUTH")):
-            assert self.proc.poll() is None, \
-                f"{kind} exited with {self.proc.returncode}: {self.log()}"
-            assert time.monotonic() < deadline, f"{kind} did not answer PING in {ns}"
-            time.sleep(0.1)
+        try:
+            while not self.exchange(ns, "127.0.0.1", b"*1\r\n$4\r\nPING\r\n").startswith(
+                    (b"+PONG", b"-NOAUTH")):
+                assert self.proc.poll() is None, \
+                    f"{kind} exited with {self.proc.returncode}: {self.log()}"
+                assert time.monotonic() < deadline, f"{kind} did not answer PING in {ns}"
+                time.sleep(0.1)
+        except BaseException:
+            self.stop()  # a server that never became ready is not left running
+            raise
 
     def exchange(self, ns: str, host: str, data: bytes) -> bytes:
         """What a client in ``ns`` receives after sending ``data`` to ``host``."""
