@@ -284,3 +284,15 @@ def acl_load_unknown(filename: str, linenum: int, rule: str, reason: str) -> str
 
 def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
     return f"{filename}:{linenum}: {reason}. "
+
+# -- MIGRATE ----------------------------------------------------------------------------------
+MIGRATE_KEYS_NEED_EMPTY_KEY = ErrorReply(
+    b"ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+MIGRATE_CONNECT_FAILED = ErrorReply(b"IOERR error or timeout connecting to the client")
+MIGRATE_WRITE_FAILED = ErrorReply(b"IOERR error or timeout writing to target instance")
+MIGRATE_READ_FAILED = ErrorReply(b"IOERR error or timeout reading to target instance")
+
+
+def migrate_target_error(line: bytes) -> ErrorReply:
+    """The first error line the MIGRATE target replied (its leading ``-`` dropped)."""
+    return ErrorReply(b"ERR Target instance replied with error: " + line)

@@ -358,7 +358,7 @@ def _stats(server: Any) -> Fields:
         ("pubsubshard_channels", len(pubsub.shard_channels) if pubsub else 0),
         ("latest_fork_usec", getattr(getattr(server, "persistence", None), "fork_usec", 0)),
         ("total_forks", 0),
-        ("migrate_cached_sockets", 0),
+        ("migrate_cached_sockets", len(getattr(server, "migrate_sockets", ()))),
         ("slave_expires_tracked_keys", 0),
         ("active_defrag_hits", 0),
         ("active_defrag_misses", 0),

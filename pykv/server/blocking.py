@@ -215,6 +215,15 @@ class Blocking:
         self._resume(client)
         return True
 
+    def resume_parked(self, client: Client, state: Any, elapsed_ns: int) -> None:
+        """Hand back a client parked by something other than keys (``client.blocked`` set
+        to ``state`` by MIGRATE while it waits on its target) once its reply is written:
+        the statistics of a served blocked command, then its pending input."""
+        if client.blocked is state:
+            client.blocked = None
+        self._account_served(client, state, elapsed_ns)
+        self._resume(client)
+
     def _resume(self, client: Client) -> None:
         """An unblocked client's pending input runs once the current work is done (Redis
         does it before the event loop sleeps again): its reply goes out now."""

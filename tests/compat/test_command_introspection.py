@@ -127,10 +127,6 @@ def test_command_count_and_bare(raw, implemented):
     assert raw.call("COMMAND", "DOCS").startswith(b"*%d\r\n" % (2 * count))
 
 
-NO_MIGRATE = pytest.mark.xfail(strict=True, reason="MIGRATE is not implemented (the "
-                               "replication/cluster issue): GETKEYS answers Invalid command")
-
-
 @pytest.mark.parametrize("args", [
     ["LIST", "FILTERBY"], ["LIST", "FILTERBY", "foo", "x"], ["LIST", "FILTERBY", "pattern"],
     ["LIST", "x"], ["LIST", "FILTERBY", "MODULE", "nosuch"], ["GETKEYS"], ["GETKEYS", "get"],
@@ -146,9 +142,8 @@ NO_MIGRATE = pytest.mark.xfail(strict=True, reason="MIGRATE is not implemented (
     ["GETKEYS", "xread", "STREAMS", "a", "b", "0"],
     ["GETKEYS", "sort", "k", "BY", "w_*", "STORE", "d", "LIMIT", "0", "1"],
     ["GETKEYS", "sort", "k", "GET", "#"], ["GETKEYS", "sort_ro", "k", "BY", "x"],
-    pytest.param(["GETKEYS", "migrate", "h", "1", "k", "0", "10"], marks=NO_MIGRATE),
-    pytest.param(["GETKEYS", "migrate", "h", "1", "", "0", "10", "KEYS", "a", "b"],
-                 marks=NO_MIGRATE),
+    ["GETKEYS", "migrate", "h", "1", "k", "0", "10"],
+    ["GETKEYS", "migrate", "h", "1", "", "0", "10", "KEYS", "a", "b"],
     ["GETKEYS", "georadius", "g", "1", "2", "3", "m", "STORE", "d"],
     ["GETKEYS", "object", "encoding", "k"], ["GETKEYS", "memory", "usage", "k"],
     ["GETKEYSANDFLAGS", "set", "a", "b", "GET"], ["GETKEYSANDFLAGS", "set", "a", "b"],
