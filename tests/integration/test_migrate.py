@@ -248,7 +248,17 @@ def _target_connection_killed(net, s, d, port):
     return out
 
 
-SCENARIOS = [_basic, _nokey, _copy_replace_busykey, _keys_partly_busy, _dbs,
+def _watched_key_migrated(net, s, d, port):
+    s.call("MSET", "k", "v", "big", "x" * 300_000)  # big: written in several 64 KB pieces
+    w = RawClient(port=s.sock.getpeername()[1])
+    out = [w.call("WATCH", "k"), s.call("MIGRATE", "127.0.0.1", port, "k", "0", "1000"),
+           w.call("MULTI"), w.call("GET", "k"), w.call("EXEC"),
+           s.call("MIGRATE", "127.0.0.1", port, "big", "0", "1000"), d.call("STRLEN", "big")]
+    w.close()
+    return out
+
+
+SCENARIOS = [_basic, _watched_key_migrated, _nokey, _copy_replace_busykey, _keys_partly_busy, _dbs,
              _argument_errors, _auth, _io_errors, _in_multi_and_script,
              _target_connection_killed]
 
@@ -334,6 +344,44 @@ def test_other_clients_served_while_migrate_waits(net):
     assert s.read_reply() == b"-IOERR error or timeout reading to target instance\r\n"
     assert s.read_reply() == b"$5\r\nafter\r\n"  # its pipelined command waited for it
     assert s.call("EXISTS", "k") == b":1\r\n"
+
+
+def test_parked_client_killed(net):
+    s = client(net.src["pykv"])
+    s.call("SET", "k", "v")
+    s.send_raw(encode_command("MIGRATE", "127.0.0.1", net.silent_port, "k", "0", "1500"))
+    other = RawClient(port=net.src["pykv"])
+    _wait_parked(other)
+    lines = parse(other.call("CLIENT", "LIST")).decode().splitlines()
+    parked = next(line for line in lines if "cmd=migrate" in line)
+    assert other.call("CLIENT", "KILL", "ID", parked.split()[0][3:]) == b":1\r\n"
+    deadline = time.monotonic() + 10
+    while b"cmd=migrate" in other.call("CLIENT", "LIST"):
+        assert time.monotonic() < deadline, "the killed MIGRATE client stayed"
+        time.sleep(0.05)
+    time.sleep(1.6)  # its exchange times out after the client went: nothing breaks
+    assert other.call("PING") == b"+PONG\r\n"
+    assert other.call("EXISTS", "k") == b":1\r\n"
+
+
+def test_concurrent_migrates_to_one_target(net):
+    port = net.src["pykv"]
+    target = client(net.dst["redis"])
+    seed = client(port)
+    seed.call("MSET", "a", "1", "b", "2")
+    clients = [RawClient(port=port), RawClient(port=port)]
+    target.call("CLIENT", "PAUSE", "20000", "WRITE")
+    try:
+        for c, key in zip(clients, ("a", "b"), strict=True):
+            c.send_raw(encode_command("MIGRATE", "127.0.0.1", net.dst["redis"], key, "0",
+                                      "10000"))
+        _wait_parked(seed)
+        assert seed.call("PING") == b"+PONG\r\n"
+    finally:
+        target.call("CLIENT", "UNPAUSE")
+    assert [c.read_reply() for c in clients] == [b"+OK\r\n", b"+OK\r\n"]
+    assert target.call("MGET", "a", "b") == b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    assert seed.call("EXISTS", "a", "b") == b":0\r\n"
 
 
 @pytest.fixture
