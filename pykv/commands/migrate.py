@@ -180,6 +180,9 @@ class AsyncIO:
             except OSError as exc:
                 sock.close()
                 error = exc
+            except BaseException:  # cancelled by the timeout
+                sock.close()
+                raise
         raise error
 
     async def send(self, sock: socket.socket, data: bytes, timeout: float) -> None:
