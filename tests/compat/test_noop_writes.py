@@ -181,6 +181,7 @@ EXEMPT = {
     "function": "functions are not keys",
     "flushall": "covered by tests/compat/test_transactions.py (FLUSHALL touches watchers)",
     "migrate": "needs a second server",
+    "restore-asking": "RESTORE under another name (tests/integration/test_migrate.py)",
 }
 
 
