@@ -72,6 +72,7 @@ class Job:
         self.password: bytes | None = None
         # (key, value object, DUMP payload, absolute expiry in ms or -1)
         self.items: list[tuple[bytes, Any, bytes, int]] = []
+        # a cluster node sends RESTORE-ASKING; pykv always runs as cluster-enabled no
         self.restore = b"RESTORE"
 
 
@@ -404,8 +405,6 @@ def parse(c: Any, argv: list[bytes]) -> tuple[Job, list[bytes]]:
     job.host = argv[1].decode("utf-8", "surrogateescape")
     job.port = atoi(argv[2])
     job.name = argv[1] + b":" + argv[2]
-    if getattr(c.server.config, "cluster_enabled", False):
-        job.restore = b"RESTORE-ASKING"
     return job, argv[first_key:first_key + num_keys]
 
 
