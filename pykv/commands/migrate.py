@@ -235,7 +235,7 @@ async def _readline(io: Any, conn: Conn, timeout: float) -> bytes:
         buf += data
 
 
-def _request(job: Job, select: bool) -> tuple[bytes, list]:
+def build_request(job: Job, select: bool) -> tuple[bytes, list]:
     """AUTH, SELECT and one RESTORE per key still alive (TTLs relative to now, at least 1 ms),
     and the snapshot items those RESTOREs carry."""
     out = []
@@ -308,7 +308,7 @@ async def _attempt(job: Job, io: Any, cache: SocketCache, cached: bool, may_retr
         conn = cache.add(job.name, sock) if cached else Conn(sock)
     conn.last_use = int(time.time())
     select = conn.last_dbid != job.dbid
-    data, sent = _request(job, select)
+    data, sent = build_request(job, select)
     try:
         await io.send(conn.sock, data, job.timeout)
     except OSError as exc:  # TimeoutError is an OSError
