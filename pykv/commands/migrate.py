@@ -16,7 +16,8 @@ blocking commands park theirs; its pipelined input waits) and serves every other
 meanwhile. What is sent is the snapshot taken when MIGRATE ran; afterwards a key is deleted
 only if it still holds the very object that was sent and that object still serialises to the
 payload sent. A key replaced, deleted, flushed or changed in place in the meantime is left as
-it is now (the target keeps what it received, as with COPY). Inside MULTI/EXEC and scripts,
+it is now (the target keeps what it received, as with COPY); a TTL changed meanwhile does not
+count as a change. Inside MULTI/EXEC and scripts,
 where no client can be parked, MIGRATE does the exchange synchronously as Redis does.
 Timeouts apply to each operation (connect, the write, each reply line), as Redis's syncio.
 """
