@@ -415,11 +415,21 @@ def test_keys_changed_while_waiting_are_left_alone(net, aof_source):
     assert s.call("LRANGE", "inplace", "0", "-1") == b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
     assert s.call("GET", "replaced") == b"$3\r\nnew\r\n"
     assert s.call("EXISTS", "deleted", "moved") == b":0\r\n"
-    # the AOF has the one deletion MIGRATE made, as DEL
+    # inside MULTI the exchange is synchronous; its deletion is logged too (alone in its
+    # transaction, so without MULTI/EXEC around it, as Redis 7.0 logs it)
+    s.call("SET", "inmulti", "v")
+    assert [s.call("MULTI"), s.call("MIGRATE", "127.0.0.1", net.dst["redis"], "inmulti", "0",
+                                    "1000"), s.call("EXEC")] == \
+        [b"+OK\r\n", b"+QUEUED\r\n", b"*1\r\n+OK\r\n"]
+    # the AOF has the deletions MIGRATE made, as DEL, and nothing else of it
     logged = b"".join(open(f, "rb").read()
                       for f in glob.glob(os.path.join(path, "appendonlydir", "*.incr.aof")))
     assert encode_command("DEL", "moved") in logged
+    assert logged.endswith(encode_command("SET", "inmulti", "v")
+                           + encode_command("DEL", "inmulti"))
     assert b"migrate" not in logged.lower()
+    for key in ("inplace", "replaced"):
+        assert encode_command("DEL", key) not in logged
 
 
 def test_restore_asking_is_restore(net):
