@@ -138,7 +138,10 @@ def _basic(net, s, d, port):
     return [s.call("MIGRATE", "127.0.0.1", port, "k", "0", "1000"),
             s.call("EXISTS", "k"), d.call("GET", "k"),
             s.call("MIGRATE", "127.0.0.1", port, "t", "0", "1000"),
-            d.call("EXISTS", "t"), b"ttl:%d" % (0 < parse(d.call("PTTL", "t")) <= 100000)]
+            d.call("EXISTS", "t"), b"ttl:%d" % (0 < parse(d.call("PTTL", "t")) <= 100000),
+            s.call("SET", "k", "v"),  # AUTH to a target without a password: its error
+            s.call("MIGRATE", "127.0.0.1", port, "k", "0", "1000", "REPLACE", "AUTH", "x"),
+            s.call("EXISTS", "k")]
 
 
 def _nokey(net, s, d, port):
