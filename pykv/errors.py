@@ -284,3 +284,25 @@ def acl_load_unknown(filename: str, linenum: int, rule: str, reason: str) -> str
 
 def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
     return f"{filename}:{linenum}: {reason}. "
+
+# replication (pykv.replication, pykv.commands.replication)
+NOREPLICAS = ErrorReply(b"NOREPLICAS Not enough good replicas to write.")
+NOMASTERLINK = ErrorReply(b"NOMASTERLINK Can't SYNC while not connected with my master")
+SYNC_PENDING_OUTPUT = ErrorReply(b"ERR SYNC and PSYNC are invalid with pending output")
+WAIT_ON_REPLICA = ErrorReply(
+    b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
+    b"if a replica is configured to be writable (which is not the default) writes to replicas "
+    b"are just local and are not propagated.")
+
+
+def replconf_unrecognized(option: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unrecognized REPLCONF option: " + option)
+
+
+def replconf_ip_too_long(length: int) -> ErrorReply:
+    return ErrorReply(b"ERR REPLCONF ip-address provided by replica instance is too long: "
+                      b"%d bytes" % length)
+
+
+def rdb_filter_unsupported(option: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unsupported rdb-filter-only option: " + option)

@@ -166,6 +166,8 @@ cdef class ServerCore:
     cdef public object blocking, ready_keys, keyspace_notifier
     # the MISCONF error while persistence is failing and writes must be refused, else None
     cdef public object deny_write_error
+    # -NOREPLICAS while min-replicas-to-write is not met (pykv.replication.master), else None
+    cdef public object noreplicas_error
     cdef public dict command_lookup
     cdef public list monitors
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
@@ -369,6 +371,10 @@ cdef class ClientCore:
                 cmd.is_write or cmd.fullname == "ping"
                 or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
             self.reject(server.deny_write_error, cmd)
+            return
+        if server.noreplicas_error is not None and not self.replaying and (
+                cmd.is_write or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
+            self.reject(server.noreplicas_error, cmd)
             return
         if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
                 and not cmd.pubsub_ok:
