@@ -86,6 +86,7 @@ class Master:
         persistence = getattr(server, "persistence", None)
         if persistence is not None and hasattr(persistence, "bgsave_done_hooks"):
             persistence.bgsave_done_hooks.append(self._on_bgsave_done)
+        self.refresh_good()
 
     # -- the stream ------------------------------------------------------------------------
     def feed_raw(self, data: bytes) -> None:
