@@ -105,4 +105,5 @@ def role(c, argv):
     if link is not None:
         return link.role_reply()
     master = c.server.replicas
+    master.flush_stream()
     return [b"master", master.repl.master_repl_offset, master.role_replicas()]

@@ -70,6 +70,8 @@ def exec_(c, argv):
     finally:
         c.deny_blocking = was_denying
         c.server.end_effects(marks)  # several writes are propagated inside MULTI ... EXEC
+        if marks is not None:
+            c.woff = c.server.repl_offset  # what WAIT waits for
     return NO_REPLY
 
 

@@ -65,7 +65,7 @@ class Master:
         self.server = server
         self.repl = server.repl
         self.replicas: list[Replica] = []
-        self.stream = StreamFeed(self.feed_raw)
+        self.stream = StreamFeed(server, self._schedule_flush)
         self.transfer: DisklessTransfer | None = None
         self.disk_sync_running = False
         self.no_replicas_since = time.time()
@@ -91,8 +91,26 @@ class Master:
     # -- the stream ------------------------------------------------------------------------
     def feed_raw(self, data: bytes) -> None:
         """Append already-encoded stream bytes to the backlog and to every replica."""
-        self.repl.feed(data)
-        defer = self.server.defer_flush
+        self.stream.feed_raw(data)
+
+    def _schedule_flush(self) -> None:
+        loop = self.server.loop
+        if loop is not None:
+            loop.call_soon(self.flush_stream)
+
+    def flush_stream(self) -> None:
+        """Hand what the stream gathered to the backlog and the replicas (once per loop
+        iteration, and before anything reads the offset or the backlog)."""
+        stream = self.stream
+        if stream.in_tx or not stream.buf:
+            if stream.buf and not stream.scheduled:
+                stream.scheduled = True
+                self._schedule_flush()
+            return
+        data = stream.take()
+        repl = self.repl
+        repl.feed(data)
+        stream.base = repl.master_repl_offset
         for rep in self.replicas:
             if rep.rdb_only:
                 continue
@@ -101,9 +119,11 @@ class Master:
             else:
                 client = rep.client
                 client.out += data
-                defer(client)
+                if not client.write_pending:
+                    client.write_out()
 
     def _start_feeding(self) -> None:
+        self.stream.base = self.repl.master_repl_offset
         self.server.add_effect_sink(self.stream, self.stream.feed)
 
     def _stop_feeding(self) -> None:
@@ -116,7 +136,7 @@ class Master:
         seldb = self.stream.seldb
         return {b"repl-stream-db": b"%d" % (seldb if seldb >= 0 else 0),
                 b"repl-id": self.repl.replid.encode(),
-                b"repl-offset": b"%d" % self.repl.master_repl_offset}
+                b"repl-offset": b"%d" % (self.repl.master_repl_offset + len(self.stream.buf))}
 
     # -- SYNC / PSYNC ----------------------------------------------------------------------
     def replica_of(self, client: Any) -> Replica:
@@ -179,6 +199,7 @@ class Master:
         self._start_feeding()
 
     def _try_partial(self, rep: Replica, replid: str, offset: int) -> bool:
+        self.flush_stream()
         repl = self.repl
         if not repl.can_continue(replid, offset):
             if replid != "?":
@@ -217,6 +238,7 @@ class Master:
         if not waiting:
             return
         socket = all(self._diskless_for(r) for r in waiting)
+        self.flush_stream()
         offset = self.repl.master_repl_offset
         server = self.server
         if socket:
@@ -357,7 +379,7 @@ class Master:
                    if r.state == ONLINE and not r.rdb_only and r.ack_offset >= offset)
 
     def wait(self, client: Any, numreplicas: int, deadline_ms: int) -> Any:
-        offset = self.repl.master_repl_offset
+        offset = client.woff
         acked = self.count_acks(offset)
         if acked >= numreplicas or client.deny_blocking:
             return acked
@@ -453,6 +475,7 @@ class Master:
             self.transfer.abort()
 
     def cron(self) -> None:
+        self.flush_stream()
         self._start_pending()
         now = time.time()
         if int(now) == self._last_second:
@@ -508,6 +531,7 @@ class Master:
 
     # -- INFO / ROLE -------------------------------------------------------------------------
     def info_replicas(self) -> list[tuple[str, Any]]:
+        self.flush_stream()
         fields: list[tuple[str, Any]] = [("connected_slaves", len(self.replicas))]
         cfg = self.server.config
         if cfg.min_replicas_to_write and cfg.min_replicas_max_lag:

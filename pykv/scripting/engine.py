@@ -236,6 +236,8 @@ class Engine:
             result = (False, b"ERR " + str(exc).encode(), None, None)
         finally:
             self.server.end_effects(marks)
+            if marks is not None:
+                caller.woff = self.server.repl_offset  # what WAIT waits for
             self.ctx = None
             self._busy_threshold = None
             if self.server.busy_script is ctx:

@@ -168,6 +168,7 @@ cdef class ServerCore:
     cdef public object deny_write_error
     # -NOREPLICAS while min-replicas-to-write is not met (pykv.replication.master), else None
     cdef public object noreplicas_error
+    cdef public long long repl_offset  # the replication offset after the last stream bytes
     cdef public dict command_lookup
     cdef public list monitors
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
@@ -252,6 +253,7 @@ cdef class ClientCore:
     cdef public object acl_user
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
+    cdef public long long woff  # the replication offset after this client's last write (WAIT)
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
@@ -437,6 +439,7 @@ cdef class ClientCore:
                 server.propagate(db_id, argv)
             else:
                 self.propagate_effects(db_id, argv)
+            self.woff = server.repl_offset
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         usec = elapsed // 1000

@@ -182,7 +182,7 @@ def redis_replica(master_port: int, extra: list[str] | None = None) -> RealRedis
     return RealRedis(extra=["--replicaof", "127.0.0.1", str(master_port), *(extra or [])])
 
 
-def pykv(config: dict[str, str] | None = None) -> Server:
+def pykv(config: dict | None = None) -> Server:
     """A pykv server that allows DEBUG (DIGEST) and syncs diskless replicas at once."""
     return Server(config={"enable-debug-command": "yes", "repl-diskless-sync-delay": "0",
                           **(config or {})})
@@ -514,3 +514,150 @@ def _replies(port: int, args: list[str]) -> list[bytes]:
     while not out or out[-1] != b"+PONG\r\n":
         out.append(re.sub(rb":\d+\r\n", b":N\r\n", c.read_reply()))
     return out
+
+
+# -- the link's upkeep: PINGs, timeouts, the backlog's life, output limits ---------------------
+def _read_until(sock, needle: bytes, timeout: float = 10.0) -> bytes:
+    """Read from ``sock`` until ``needle`` has arrived (or fail after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    sock.settimeout(0.2)
+    while needle not in data:
+        assert time.monotonic() < deadline, f"{needle!r} never came: {data[-300:]!r}"
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        assert chunk, f"connection closed before {needle!r}: {data[-300:]!r}"
+        data += chunk
+    return data
+
+
+def _raw_replica(port: int, *replconf: str, command: bytes = b"PSYNC ? -1") -> RawClient:
+    rep = RawClient(port=port)
+    for i in range(0, len(replconf), 2):
+        assert rep.call("REPLCONF", replconf[i], replconf[i + 1]) == b"+OK\r\n"
+    rep.send_raw(command + b"\r\n")
+    return rep
+
+
+def test_pings_every_period_and_timeout_drops_silent_replicas():
+    with pykv({"repl-diskless-sync": "no", "repl-ping-replica-period": "1",
+               "repl-timeout": "2"}) as server:
+        c = RawClient(port=server.port)
+        rep = _raw_replica(server.port, "listening-port", "4321")
+        _read_until(rep.sock, b"*1\r\n$4\r\nPING\r\n")
+        assert "state=online" in info(c, "replication")["slave0"]
+        # it never sends REPLCONF ACK: repl-timeout drops it
+        wait_for("the silent replica to be dropped",
+                 lambda: info(c, "replication")["connected_slaves"] == "0")
+        assert "Disconnecting timedout replica (streaming sync)" in server.log()
+
+
+def test_backlog_ttl_resize_and_change_repl_id():
+    with pykv({"repl-diskless-sync": "no", "repl-backlog-ttl": "1"}) as server:
+        c = RawClient(port=server.port)
+        first_id = info(c, "replication")["master_replid"]
+        rep = _raw_replica(server.port)
+        wait_for("the backlog", lambda: info(c, "replication")["repl_backlog_active"] == "1")
+        repl = info(c, "replication")
+        assert repl["master_replid"] != first_id  # new history with the first replica
+        for i in range(100):
+            c.call("SET", f"k{i}", "v" * 100)
+        c.call("CONFIG", "SET", "repl-backlog-size", "2000")
+        repl = info(c, "replication")
+        assert (repl["repl_backlog_size"], repl["repl_backlog_histlen"]) == ("2000", "2000")
+        assert int(repl["repl_backlog_first_byte_offset"]) == \
+            int(repl["master_repl_offset"]) - 2000 + 1
+        before = repl["master_replid"]
+        assert c.call("DEBUG", "CHANGE-REPL-ID") == b"+OK\r\n"
+        assert info(c, "replication")["master_replid"] != before
+        rep.close()
+        wait_for("the backlog to be freed",
+                 lambda: info(c, "replication")["repl_backlog_active"] == "0")
+        assert "Replication backlog freed after 1 seconds without connected replicas." in \
+            server.log()
+
+
+def test_replica_output_buffer_limit():
+    with pykv({"repl-diskless-sync": "no",
+               "client-output-buffer-limit": ["replica", "1mb", "0", "0"]}) as server:
+        c = RawClient(port=server.port)
+        rep = _raw_replica(server.port)
+        wait_for("the replica to be online",
+                 lambda: "state=online" in info(c, "replication").get("slave0", ""))
+        value = b"v" * 100_000
+        pipe = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nk%03d\r\n$%d\r\n%s\r\n"
+                        % (i, len(value), value) for i in range(300))
+        c.send_raw(pipe)  # 30 MB of stream to a replica that reads nothing
+        for _ in range(300):
+            c.read_reply()
+        wait_for("the replica to be dropped",
+                 lambda: info(c, "replication")["connected_slaves"] == "0")
+        assert "for overcoming of output buffer limits" in server.log()
+        rep.close()
+
+
+def test_aof_and_replica_both_get_every_effect():
+    with pykv({"appendonly": "yes"}) as server:
+        c = RawClient(port=server.port)
+        replica = redis_replica(server.port)
+        try:
+            r = RawClient(port=replica.port)
+            wait_in_sync(c, r)
+            c.send_raw(b"MULTI\r\nSET a 1\r\nINCR a\r\nEXEC\r\n")
+            [c.read_reply() for _ in range(4)]
+            c.call("EVAL", _SCRIPT, "2", "n", "l", "x")
+            c.call("SELECT", "1")
+            c.call("SADD", "s", "1", "2", "3")
+            c.call("SPOP", "s")
+            c.call("SELECT", "0")
+            wait_in_sync(c, r)
+            assert_same_dataset(c, r)
+            digest = parse(c.call("DEBUG", "DIGEST"))
+            assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+            assert parse(c.call("DEBUG", "DIGEST")) == digest
+        finally:
+            replica.stop()
+
+
+def test_diskless_delay_serves_replicas_with_one_child():
+    with pykv({"repl-diskless-sync-delay": "5", "repl-diskless-sync-max-replicas": "2"}) \
+            as server:
+        c = RawClient(port=server.port)
+        c.call("SET", "k", "v")
+        a = _raw_replica(server.port, "capa", "eof")
+        time.sleep(0.2)  # the first replica waits for company (up to 5 s)
+        assert info(c, "replication")["slave0"].split(",")[2] == "state=wait_bgsave"
+        b = _raw_replica(server.port, "capa", "eof")
+        heads = [_read_until(x.sock, b"\r\n$EOF:", 10) for x in (a, b)]
+        heads = [_read_until(x.sock, b"\r\n", 10) if h.endswith(b"$EOF:") else h
+                 for x, h in zip((a, b), heads, strict=True)]
+        fullresync = [h.lstrip(b"\n").split(b"\r\n")[0] for h in heads]
+        assert fullresync[0] == fullresync[1]  # the same snapshot point
+        marks = [h.split(b"$EOF:")[1][:40] for h in heads]
+        assert marks[0] == marks[1] and len(marks[0]) == 40  # one child's stream for both
+
+
+def test_rdb_only_replica_gets_the_snapshot_and_no_stream(pykv_master):
+    c = RawClient(port=pykv_master.port)
+    c.call("SET", "k", "v")
+    rep = _raw_replica(pykv_master.port, "capa", "eof", "rdb-only", "1")
+    data = b""
+    deadline = time.monotonic() + 10
+    rep.sock.settimeout(0.2)
+    while True:  # everything until the master closes the link
+        assert time.monotonic() < deadline, f"still open after the snapshot: {data[-200:]!r}"
+        try:
+            chunk = rep.sock.recv(65536)
+        except TimeoutError:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    head, rest = data.split(b"\r\n", 1)
+    assert head.startswith(b"+FULLRESYNC ")
+    assert rest.startswith(b"$EOF:")
+    mark = rest[5:45]
+    assert rest[47:56] == b"REDIS0010" and rest.endswith(mark) and rest.count(mark) == 2
+    assert info(c, "stats")["sync_full"] == "1"
