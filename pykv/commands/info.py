@@ -337,7 +337,7 @@ def _stats(server: Any) -> Fields:
         ("total_net_input_bytes", server.stat_net_input_bytes),
         ("total_net_output_bytes", server.stat_net_output_bytes),
         ("total_net_repl_input_bytes", 0),
-        ("total_net_repl_output_bytes", 0),
+        ("total_net_repl_output_bytes", getattr(master, "stat_repl_output_bytes", 0)),
         ("instantaneous_input_kbps", kin),
         ("instantaneous_output_kbps", kout),
         ("instantaneous_input_repl_kbps", 0.0),

@@ -119,8 +119,20 @@ class Master:
             else:
                 client = rep.client
                 client.out += data
+                self.stat_repl_output_bytes += len(data)
                 if not client.write_pending:
                     client.write_out()
+
+    def set_proxying(self, on: bool) -> None:
+        """While this server follows a master, replicas get the master's stream as it is
+        relayed (``feed_raw``) instead of this server's own effects; after REPLICAOF NO ONE
+        its own stream resumes (with a SELECT first)."""
+        self.flush_stream()
+        if on:
+            self._stop_feeding()
+        elif self.repl.backlog is not None:
+            self.stream.seldb = -1
+            self._start_feeding()
 
     def _start_feeding(self) -> None:
         self.stream.base = self.repl.master_repl_offset
@@ -341,6 +353,7 @@ class Master:
         client = rep.client
         if rep.pending:
             client.out += rep.pending
+            self.stat_repl_output_bytes += len(rep.pending)
         rep.pending = None
         self.server.defer_flush(client)
         self.refresh_good()

@@ -169,6 +169,10 @@ cdef class ServerCore:
     # -NOREPLICAS while min-replicas-to-write is not met (pykv.replication.master), else None
     cdef public object noreplicas_error
     cdef public long long repl_offset  # the replication offset after the last stream bytes
+    # commands running (nested: EXEC, scripts), and the effects marks a lazy expiry opened
+    # in the outermost one (its DEL and the command's effects go out as one transaction)
+    cdef public int calling
+    cdef public object lazy_marks
     cdef public dict command_lookup
     cdef public list monitors
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
@@ -425,6 +429,7 @@ cdef class ClientCore:
         tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
         if tracking is not None:
             tracking.enter(self, cmd, argv)
+        server.calling += 1
         start = _perf_ns()
         try:
             reply = cmd.handler(self, argv)
@@ -440,6 +445,9 @@ cdef class ClientCore:
             else:
                 self.propagate_effects(db_id, argv)
             self.woff = server.repl_offset
+        server.calling -= 1
+        if server.lazy_marks is not None and server.calling == 0:
+            server.end_lazy_effects()
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         usec = elapsed // 1000

@@ -331,9 +331,17 @@ class Server(ServerCore):
         def on_expired(db: Database, key: bytes) -> None:
             hook(db, key)
             if self.propagate is not None:
+                # found expired by a command: as in Redis 7.0, its DEL and the command's
+                # own effects are propagated together (in MULTI/EXEC when both exist)
+                if self.calling and not self.effects_depth and self.lazy_marks is None:
+                    self.lazy_marks = self.begin_effects(db.id)
                 self.propagate(db.id, [b"DEL", key])
 
         return on_expired
+
+    def end_lazy_effects(self) -> None:
+        marks, self.lazy_marks = self.lazy_marks, None
+        self.end_effects(marks)
 
     def _apply_lfu_settings(self, _value: Any) -> None:
         """An LFU maxmemory-policy makes the keyspace count accesses (OBJECT FREQ)."""
