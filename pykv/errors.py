@@ -289,6 +289,7 @@ def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
 NOREPLICAS = ErrorReply(b"NOREPLICAS Not enough good replicas to write.")
 NOMASTERLINK = ErrorReply(b"NOMASTERLINK Can't SYNC while not connected with my master")
 SYNC_PENDING_OUTPUT = ErrorReply(b"ERR SYNC and PSYNC are invalid with pending output")
+FILTERED_NEEDS_EOF = ErrorReply(b"ERR Filtered replica requires EOF capability")
 WAIT_ON_REPLICA = ErrorReply(
     b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
     b"if a replica is configured to be writable (which is not the default) writes to replicas "

@@ -68,6 +68,7 @@ class Master:
         self.stream = StreamFeed(server, self._schedule_flush)
         self.transfer: DisklessTransfer | None = None
         self.disk_sync_running = False
+        self.proxying = False  # relaying a master's stream (the replica side)
         self.no_replicas_since = time.time()
         self.good_replicas = 0
         self.stat_sync_full = 0
@@ -128,6 +129,7 @@ class Master:
         relayed (``feed_raw``) instead of this server's own effects; after REPLICAOF NO ONE
         its own stream resumes (with a SELECT first)."""
         self.flush_stream()
+        self.proxying = on
         if on:
             self._stop_feeding()
         elif self.repl.backlog is not None:
@@ -136,13 +138,19 @@ class Master:
 
     def _start_feeding(self) -> None:
         self.stream.base = self.repl.master_repl_offset
+        if self.proxying:
+            return
         self.server.add_effect_sink(self.stream, self.stream.feed)
 
     def _stop_feeding(self) -> None:
         self.server.remove_effect_sink(self.stream)
 
     def save_info(self) -> dict[bytes, bytes] | None:
-        """The RDB aux fields that let a replica PSYNC after loading (rdbPopulateSaveInfo)."""
+        """The RDB aux fields that let a replica PSYNC after loading (rdbPopulateSaveInfo);
+        a replica's link says them itself (its master's database) when it can."""
+        link = getattr(self.server, "master_link", None)
+        if link is not None and hasattr(link, "save_info"):
+            return link.save_info()
         if self.repl.backlog is None:
             return None
         seldb = self.stream.seldb
@@ -160,14 +168,16 @@ class Master:
     def sync_command(self, client: Any, argv: list[bytes]) -> Any:
         from pykv.server.client import NO_REPLY, REPLY_OFF
 
-        if getattr(client, "is_replica", False):
-            return NO_REPLY  # already a replica: ignored, as Redis does
+        if getattr(client, "is_replica", False) or client.monitor:
+            return NO_REPLY  # already a replica (or a MONITOR): ignored, as Redis does
         link = getattr(self.server, "master_link", None)
         if link is not None and not getattr(link, "connected", True):
             return errors.NOMASTERLINK
         if client.out:
             return errors.SYNC_PENDING_OUTPUT
         rep = self.replica_of(client)
+        if rep.exclude_data and not rep.capa_eof:
+            return errors.FILTERED_NEEDS_EOF
         log.info("Replica %s:%s asks for synchronization", rep.ip, rep.listening_port)
         psync = argv[0].lower() == b"psync"
         if psync:

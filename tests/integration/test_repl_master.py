@@ -670,3 +670,26 @@ def test_rdb_only_replica_gets_the_snapshot_and_no_stream(pykv_master):
     mark = rest[5:45]
     assert rest[47:56] == b"REDIS0010" and rest.endswith(mark) and rest.count(mark) == 2
     assert info(c, "stats")["sync_full"] == "1"
+
+
+def test_sync_refusals_match_redis(real_redis):
+    """A filtered RDB needs ``capa eof``; SYNC from a MONITOR is ignored; PSYNC with a bad
+    offset is refused."""
+    def replies(port: int) -> list[bytes]:
+        out = []
+        c = RawClient(port=port)
+        out.append(c.call("REPLCONF", "rdb-filter-only", ""))
+        out.append(c.call("PSYNC", "?", "-1"))
+        out.append(RawClient(port=port).call("PSYNC", "?", "x"))
+        m = RawClient(port=port)
+        out.append(m.call("MONITOR"))
+        m.send_raw(b"SYNC\r\n")
+        out.append(RawClient(port=port).call("PING"))
+        seen = b""
+        while b'"PING"' not in seen:  # the monitor goes on: no snapshot came
+            seen += m.read_reply()
+        out.append(seen.startswith(b"+"))
+        return out
+
+    with pykv() as server:
+        assert replies(server.port) == replies(real_redis.port)
