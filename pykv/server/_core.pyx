@@ -432,22 +432,24 @@ cdef class ClientCore:
         server.calling += 1
         start = _perf_ns()
         try:
-            reply = cmd.handler(self, argv)
-        except ErrorReply as exc:
-            reply = exc
-        except Exception:  # a bug must never take the server down
-            log.exception("Internal error running %r", argv[:1])
-            reply = ErrorReply(b"ERR internal error while running the command")
-        elapsed = _perf_ns() - start
-        if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
-            if self.propagate_override is None:
-                server.propagate(db_id, argv)
-            else:
-                self.propagate_effects(db_id, argv)
-            self.woff = server.repl_offset
-        server.calling -= 1
-        if server.lazy_marks is not None and server.calling == 0:
-            server.end_lazy_effects()
+            try:
+                reply = cmd.handler(self, argv)
+            except ErrorReply as exc:
+                reply = exc
+            except Exception:  # a bug must never take the server down
+                log.exception("Internal error running %r", argv[:1])
+                reply = ErrorReply(b"ERR internal error while running the command")
+            elapsed = _perf_ns() - start
+            if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
+                if self.propagate_override is None:
+                    server.propagate(db_id, argv)
+                else:
+                    self.propagate_effects(db_id, argv)
+                self.woff = server.repl_offset
+        finally:
+            server.calling -= 1
+            if server.lazy_marks is not None and server.calling == 0:
+                server.end_lazy_effects()
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         usec = elapsed // 1000
