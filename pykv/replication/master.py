@@ -474,8 +474,10 @@ class Master:
         log.info("Connection with replica %s:%s lost.", rep.ip, rep.listening_port)
         if not self.replicas:
             self.no_replicas_since = time.time()
-            if self.transfer is not None and not self.transfer.clients:
-                self.transfer.abort()
+        transfer = self.transfer
+        if transfer is not None and all(c.closed for c in transfer.clients):
+            log.warning("Diskless rdb transfer, last replica dropped, killing fork child.")
+            transfer.abort()
         self.refresh_good()
         if self.waiting:
             self._serve_waiting()

@@ -693,3 +693,27 @@ def test_sync_refusals_match_redis(real_redis):
 
     with pykv() as server:
         assert replies(server.port) == replies(real_redis.port)
+
+
+def test_replica_dying_mid_transfer_leaves_the_master_serving():
+    """The only replica of a slow diskless transfer goes away: the child is stopped, the
+    master keeps serving, and the next replica syncs."""
+    with pykv({"rdb-key-save-delay": "2000"}) as server:
+        c = RawClient(port=server.port)
+        for i in range(2000):
+            c.call("SET", f"k{i}", str(i))
+        rep = _raw_replica(server.port, "capa", "eof")
+        _read_until(rep.sock, b"$EOF:")
+        rep.close()
+        wait_for("the replica to be gone",
+                 lambda: info(c, "replication")["connected_slaves"] == "0")
+        assert "last replica dropped, killing fork child" in server.log()
+        assert parse(c.call("SET", "after", "1")) == b"OK"
+        c.call("CONFIG", "SET", "rdb-key-save-delay", "0")
+        replica = redis_replica(server.port)
+        try:
+            r = RawClient(port=replica.port)
+            wait_in_sync(c, r)
+            assert_same_dataset(c, r)
+        finally:
+            replica.stop()
