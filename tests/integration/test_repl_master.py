@@ -717,3 +717,43 @@ def test_replica_dying_mid_transfer_leaves_the_master_serving():
             assert_same_dataset(c, r)
         finally:
             replica.stop()
+
+
+def _soak(seconds: float, seed: int) -> None:
+    """Random writes while the replica's link is killed now and then (partial resyncs,
+    sometimes mid-transaction); every write acknowledged by ``WAIT 1`` after the link is
+    back is on the replica, and the datasets end equal."""
+    rnd = random.Random(seed)
+    with pykv({"repl-backlog-size": "1mb"}) as server:
+        c = RawClient(port=server.port)
+        other = RawClient(port=server.port)
+        build_dataset(c)
+        replica = redis_replica(server.port)
+        try:
+            r = RawClient(port=replica.port)
+            wait_in_sync(c, r)
+            deadline = time.monotonic() + seconds
+            kills = 0
+            while time.monotonic() < deadline:
+                random_writes(c, other, rnd.randint(50, 300), seed=rnd.randint(0, 1 << 30))
+                if rnd.random() < 0.6:
+                    kills += parse(c.call("CLIENT", "KILL", "TYPE", "replica"))
+                c.call("SET", "acked", str(kills))
+                if parse(c.call("WAIT", "1", "5000")) == 1:
+                    assert parse(r.call("GET", "acked")) == str(kills).encode()
+            wait_in_sync(c, r)
+            assert_same_dataset(c, r)
+            stats = info(c, "stats")
+            assert kills > 0
+            assert int(stats["sync_partial_ok"]) + int(stats["sync_full"]) - 1 >= 1
+        finally:
+            replica.stop()
+
+
+def test_link_kills_while_writing():
+    _soak(4, seed=11)
+
+
+@pytest.mark.slow
+def test_link_kills_while_writing_soak():
+    _soak(180, seed=12)
