@@ -72,11 +72,12 @@ def replconf(c, argv):
             except ValueError:
                 return _MISSING_FILTER
             rep = master.replica_of(c)
+            rep.exclude_data = True  # by default the filter leaves everything out
+            rep.include_functions = False
             for name in filters:
                 if name.lower() != "functions":
                     return errors.rdb_filter_unsupported(name.encode("latin-1"))
-            # keys are left out, and (a difference from Redis) functions as well
-            rep.exclude_data = True
+                rep.include_functions = True
         else:
             return errors.replconf_unrecognized(argv[j])
     return OK

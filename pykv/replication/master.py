@@ -40,7 +40,8 @@ class Replica:
         self.capa_eof = False
         self.capa_psync2 = False
         self.rdb_only = False
-        self.exclude_data = False
+        self.exclude_data = False  # rdb-filter-only: no keys in the snapshot
+        self.include_functions = True  # ... and functions only if the filter names them
         self.pre_psync = False  # the old SYNC: no +FULLRESYNC line, no ACKs
         self.ack_offset = 0
         self.ack_time = time.time()
@@ -264,11 +265,12 @@ class Master:
         offset = self.repl.master_repl_offset
         server = self.server
         if socket:
-            exclude = all(r.exclude_data for r in waiting)
+            data = not all(r.exclude_data for r in waiting)
+            functions = any(r.include_functions for r in waiting)
             persistence = server.persistence
             try:
                 self.transfer = DisklessTransfer(
-                    server.loop, [], lambda: persistence.replication_snapshot(exclude),
+                    server.loop, [], lambda: persistence.replication_snapshot(data, functions),
                     self._on_transfer_done)
             except OSError:
                 self._fail_waiting(waiting)

@@ -61,11 +61,12 @@ class RdbPersistence:
         cfg = self.server.config
         return os.path.join(cfg.dir, cfg.dbfilename)
 
-    def snapshot(self, pace: _Pace | None = None, data: bool = True) -> bytes:
+    def snapshot(self, pace: _Pace | None = None, data: bool = True,
+                 functions: bool = True) -> bytes:
         """The RDB image of the dataset; ``pace`` (in a BGSAVE child) is told of each key.
         Replication's ``repl-stream-db``/``repl-id``/``repl-offset`` aux fields are added
         while the server has a replication history (``server.repl_save_info``); ``data``
-        False leaves keys and functions out (a replica's ``rdb-filter-only``)."""
+        and ``functions`` False leave keys or functions out (``rdb-filter-only``)."""
         server = self.server
         now = int(time.time())
         aux = {
@@ -78,19 +79,19 @@ class RdbPersistence:
         if save_info is not None:
             aux.update(save_info() or {})
         aux[b"aof-base"] = b"0"
-        functions = []
+        libraries = []
         library_dump = getattr(server, "function_library_sources", None)
-        if library_dump is not None and data:
-            functions = library_dump()
+        if library_dump is not None and functions:
+            libraries = library_dump()
         if not data:
-            return serialize([], server.config, aux, functions)
+            return serialize([], server.config, aux, libraries)
         dbs = server.dbs if pace is None else [_PacedDb(db, pace) for db in server.dbs]
-        return serialize(dbs, server.config, aux, functions)
+        return serialize(dbs, server.config, aux, libraries)
 
-    def replication_snapshot(self, exclude_data: bool = False) -> bytes:
+    def replication_snapshot(self, data: bool = True, functions: bool = True) -> bytes:
         """The RDB a diskless full sync child writes (``rdb-key-save-delay`` applies)."""
         pace = _Pace(-1, self.server.config.rdb_key_save_delay)
-        return self.snapshot(pace, data=not exclude_data)
+        return self.snapshot(pace, data, functions)
 
     # -- SAVE -----------------------------------------------------------------------------
     def save(self) -> bool:

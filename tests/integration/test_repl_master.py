@@ -757,3 +757,27 @@ def test_link_kills_while_writing():
 @pytest.mark.slow
 def test_link_kills_while_writing_soak():
     _soak(180, seed=12)
+
+
+def test_redis_cli_functions_rdb_holds_only_the_functions(pykv_master):
+    c = RawClient(port=pykv_master.port)
+    c.call("SET", "k", "v")
+    lib = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)"
+    assert parse(c.call("FUNCTION", "LOAD", lib)) == b"mylib"
+    workdir = tempfile.mkdtemp(prefix="repl-frdb-")
+    try:
+        path = os.path.join(workdir, "dump.rdb")
+        done = subprocess.run([REDIS_CLI, "-p", str(pykv_master.port), "--functions-rdb",
+                               path], capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        loaded = RealRedis()
+        try:
+            shutil.copy(path, os.path.join(loaded.dir, "dump.rdb"))
+            r = RawClient(port=loaded.port)
+            r.call("DEBUG", "RELOAD", "NOSAVE")
+            assert parse(r.call("DBSIZE")) == 0
+            assert parse(r.call("FCALL", "f", "0")) == 1
+        finally:
+            loaded.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
