@@ -488,8 +488,17 @@ cdef class ClientCore:
             propagate(db_id, argv)
             return
         self.propagate_override = None
-        for command in override:
-            propagate(db_id, command)
+        if len(override) < 2:
+            for command in override:
+                propagate(db_id, command)
+            return
+        # several effects of one command go out as one MULTI/EXEC, as Redis 7.0's
+        marks = self.server.begin_effects(db_id)
+        try:
+            for command in override:
+                propagate(db_id, command)
+        finally:
+            self.server.end_effects(marks)
 
     # -- replies -----------------------------------------------------------------------
     def add_reply(self, reply):

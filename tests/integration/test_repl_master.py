@@ -162,11 +162,11 @@ def random_writes(c: RawClient, other: RawClient, n: int, seed: int) -> None:
             for _ in range(5):
                 c.read_reply()
         elif roll < 0.03:
-            other.send_raw(b"BLPOP blocked%d 5\r\n" % i)
+            other.send_raw(b"BLPOP blocked%d:%d 5\r\n" % (seed, i))
             wait_for("BLPOP to block",
                      lambda: info(c, "clients").get("blocked_clients") == "1")
             c.call("SELECT", "0")
-            c.call("RPUSH", f"blocked{i}", "v1", "v2")
+            c.call("RPUSH", f"blocked{seed}:{i}", "v1", "v2")
             other.read_reply()
         elif roll < 0.035:
             c.call("SWAPDB", "0", "1")
@@ -422,6 +422,9 @@ _STREAM_STEPS = [
     ["GET", "u"],  # a DEL alone
     ["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
     ["EXPIRE", "a", "-1"],
+    ["XADD", "st", "1-1", "a", "1"],
+    ["XGROUP", "CREATE", "st", "g", "0"],
+    ["LPOP", "nothing"],
     ["FLUSHDB"],
 ]
 
@@ -454,7 +457,7 @@ def _cli_stream(port: int) -> list[str]:
         proc.terminate()
         proc.communicate(timeout=10)
     start = next(i for i, line in enumerate(lines) if "Logging commands" in line) + 1
-    return [re.sub(r'"pxat","\d+"', '"pxat",N', line.lower()) for line in lines[start:]
+    return [re.sub(r'"(pxat|time)","\d+"', r'"\1",N', line.lower()) for line in lines[start:]
             if line.strip() and line.lower() != '"ping"' and "replconf" not in line.lower()]
 
 
@@ -781,3 +784,23 @@ def test_redis_cli_functions_rdb_holds_only_the_functions(pykv_master):
             loaded.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_several_effects_of_one_command_are_one_transaction(pykv_master):
+    """XREADGROUP delivering two entries propagates several commands: inside MULTI/EXEC,
+    as Redis 7.0 does (the commands themselves are the streams family's)."""
+    c = RawClient(port=pykv_master.port)
+    rep = _raw_replica(pykv_master.port, "capa", "eof")
+    wait_for("the replica to be online",
+             lambda: "state=online" in info(c, "replication").get("slave0", ""))
+    rep.send_raw(b"REPLCONF ACK 0\r\n")  # diskless: the stream starts with the first ACK
+    c.call("XADD", "st", "1-1", "a", "1")
+    c.call("XADD", "st", "2-1", "a", "2")
+    c.call("XGROUP", "CREATE", "st", "g", "0")
+    c.call("XREADGROUP", "GROUP", "g", "c1", "STREAMS", "st", ">")
+    c.call("SET", "end", "1")
+    data = _read_until(rep.sock, b"$3\r\nend\r\n")
+    effects = data[data.index(b"CREATE"):data.index(b"$3\r\nend")]
+    assert effects.count(b"XCLAIM") == 2
+    assert effects.index(b"MULTI") < effects.index(b"XCLAIM")
+    assert effects.rindex(b"XCLAIM") < effects.index(b"EXEC")
