@@ -261,6 +261,11 @@ def test_partial_resync_after_link_kill(pykv_master):
         r = RawClient(port=replica.port)
         wait_in_sync(c, r)
         c.call("SET", "before-kill", "1")
+        listed = parse(c.call("CLIENT", "LIST", "TYPE", "replica")).decode()
+        assert len(listed.splitlines()) == 1 and " flags=S " in listed
+        memory = info(c, "memory")
+        assert int(memory["mem_replication_backlog"]) == 1 << 20
+        assert int(memory["mem_total_replication_buffers"]) >= 1 << 20
         assert parse(c.call("CLIENT", "KILL", "TYPE", "replica")) == 1
         c.call("SET", "after-kill", "2")
         c.call("RPUSH", "l", "more")
