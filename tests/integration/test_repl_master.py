@@ -763,6 +763,7 @@ def test_link_kills_while_writing():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_link_kills_while_writing_soak():
     _soak(180, seed=12)
 
