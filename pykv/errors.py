@@ -296,3 +296,26 @@ MIGRATE_READ_FAILED = ErrorReply(b"IOERR error or timeout reading to target inst
 def migrate_target_error(line: bytes) -> ErrorReply:
     """The first error line the MIGRATE target replied (its leading ``-`` dropped)."""
     return ErrorReply(b"ERR Target instance replied with error: " + line)
+
+# replication (pykv.replication, pykv.commands.replication)
+NOREPLICAS = ErrorReply(b"NOREPLICAS Not enough good replicas to write.")
+NOMASTERLINK = ErrorReply(b"NOMASTERLINK Can't SYNC while not connected with my master")
+SYNC_PENDING_OUTPUT = ErrorReply(b"ERR SYNC and PSYNC are invalid with pending output")
+FILTERED_NEEDS_EOF = ErrorReply(b"ERR Filtered replica requires EOF capability")
+WAIT_ON_REPLICA = ErrorReply(
+    b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
+    b"if a replica is configured to be writable (which is not the default) writes to replicas "
+    b"are just local and are not propagated.")
+
+
+def replconf_unrecognized(option: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unrecognized REPLCONF option: " + option)
+
+
+def replconf_ip_too_long(length: int) -> ErrorReply:
+    return ErrorReply(b"ERR REPLCONF ip-address provided by replica instance is too long: "
+                      b"%d bytes" % length)
+
+
+def rdb_filter_unsupported(option: bytes) -> ErrorReply:
+    return ErrorReply(b"ERR Unsupported rdb-filter-only option: " + option)

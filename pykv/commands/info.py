@@ -240,6 +240,8 @@ def _memory(server: Any) -> Fields:
     maxmemory = server.config.maxmemory
     startup = getattr(server, "startup_rss", used)
     dataset = max(0, used - startup)
+    master = getattr(server, "replicas", None)
+    repl_mem = master.memory() if master is not None else (0, 0)
     return [
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
@@ -282,9 +284,9 @@ def _memory(server: Any) -> Fields:
         ("mem_fragmentation_ratio", round(rss / used, 2) if used else 1.0),
         ("mem_fragmentation_bytes", rss - used),
         ("mem_not_counted_for_evict", evict.aof_buffer(server)),
-        ("mem_replication_backlog", 0),
-        ("mem_total_replication_buffers", 0),
-        ("mem_clients_slaves", 0),
+        ("mem_replication_backlog", repl_mem[0]),
+        ("mem_total_replication_buffers", repl_mem[0] + repl_mem[1]),
+        ("mem_clients_slaves", repl_mem[1]),
         ("mem_clients_normal", evict.client_buffers(server)),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", 0),
@@ -327,6 +329,7 @@ def _stats(server: Any) -> Fields:
     kout = sampler.rate("out") / 1024 if sampler else 0.0
     pubsub = getattr(server, "pubsub", None)
     tracking = getattr(server, "client_caching", None)  # pykv.server.tracking, once used
+    master = getattr(server, "replicas", None)
     return [
         ("total_connections_received", server.stat_numconnections),
         ("total_commands_processed", server.stat_numcommands),
@@ -334,15 +337,15 @@ def _stats(server: Any) -> Fields:
         ("total_net_input_bytes", server.stat_net_input_bytes),
         ("total_net_output_bytes", server.stat_net_output_bytes),
         ("total_net_repl_input_bytes", 0),
-        ("total_net_repl_output_bytes", 0),
+        ("total_net_repl_output_bytes", getattr(master, "stat_repl_output_bytes", 0)),
         ("instantaneous_input_kbps", kin),
         ("instantaneous_output_kbps", kout),
         ("instantaneous_input_repl_kbps", 0.0),
         ("instantaneous_output_repl_kbps", 0.0),
         ("rejected_connections", server.stat_rejected_conn),
-        ("sync_full", 0),
-        ("sync_partial_ok", 0),
-        ("sync_partial_err", 0),
+        ("sync_full", getattr(master, "stat_sync_full", 0)),
+        ("sync_partial_ok", getattr(master, "stat_sync_partial_ok", 0)),
+        ("sync_partial_err", getattr(master, "stat_sync_partial_err", 0)),
         ("expired_keys", server.stat_expired_keys),
         ("expired_stale_perc", 0.0),
         ("expired_time_cap_reached_count", 0),
@@ -382,20 +385,28 @@ def _stats(server: Any) -> Fields:
 
 
 def _replication(server: Any) -> Fields:
-    replid = getattr(server, "replid", None) or server.run_id
-    return [
-        ("role", "master"),
-        ("connected_slaves", 0),
+    """Redis 7.0's order: the role (a replica's link rows after it), the replicas, then
+    this server's history and backlog."""
+    link = getattr(server, "master_link", None)
+    fields: Fields = [("role", "master" if link is None else "slave")]
+    if link is not None:
+        fields += list(link.info_fields())
+    master = getattr(server, "replicas", None)
+    fields += master.info_replicas() if master is not None else [("connected_slaves", 0)]
+    repl = server.repl
+    backlog = repl.backlog
+    fields += [
         ("master_failover_state", "no-failover"),
-        ("master_replid", replid),
-        ("master_replid2", "0" * 40),
-        ("master_repl_offset", getattr(server, "master_repl_offset", 0)),
-        ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
-        ("repl_backlog_size", 1048576),
-        ("repl_backlog_first_byte_offset", 0),
-        ("repl_backlog_histlen", 0),
+        ("master_replid", repl.replid),
+        ("master_replid2", repl.replid2),
+        ("master_repl_offset", repl.master_repl_offset),
+        ("second_repl_offset", repl.second_repl_offset),
+        ("repl_backlog_active", int(backlog is not None)),
+        ("repl_backlog_size", server.config.repl_backlog_size),
+        ("repl_backlog_first_byte_offset", backlog.start_offset if backlog else 0),
+        ("repl_backlog_histlen", backlog.histlen if backlog else 0),
     ]
+    return fields
 
 
 def _cpu(server: Any) -> Fields:

@@ -16,7 +16,6 @@ from pykv.commands.args import LLONG_MAX, LLONG_MIN, to_int
 from pykv.commands.registry import command
 from pykv.commands.strings import lookup_read
 from pykv.protocol import OK, ErrorReply, SimpleString
-from pykv.server.blocking import block_for_keys
 from pykv.server.notify import notify
 from pykv.storage.keyspace import now_ms
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
@@ -25,9 +24,6 @@ from pykv.util.glob import matcher
 
 _INVALID_CURSOR = ErrorReply(b"ERR invalid cursor")
 _GT_AND_LT = ErrorReply(b"ERR GT and LT options at the same time are not compatible")
-_TIMEOUT_NEGATIVE = ErrorReply(b"ERR timeout is negative")
-_TIMEOUT_NOT_INTEGER = ErrorReply(b"ERR timeout is not an integer or out of range")
-_CENTURY_MS = 100 * 365 * 86400 * 1000
 
 _TYPE_REPLIES: dict[bytes, SimpleString] = {}
 INT_MAX = (1 << 31) - 1
@@ -399,25 +395,3 @@ def persist(c, argv):
     return 1
 
 
-# -- WAIT -------------------------------------------------------------------------------
-@command("wait")
-def wait(c, argv):
-    """No replicas exist: answer 0 at once, or after the timeout when asked for some."""
-    numreplicas = to_int(argv[1])
-    if numreplicas is None:
-        raise errors.NOT_INTEGER
-    timeout = to_int(argv[2])
-    if timeout is None:
-        raise _TIMEOUT_NOT_INTEGER
-    if timeout < 0:
-        raise _TIMEOUT_NEGATIVE
-    if numreplicas <= 0 or c.deny_blocking:
-        return 0
-    # park on no keys: only the timeout (or CLIENT UNBLOCK) ends the wait, answering 0;
-    # Redis 7.0 has no range check here, and a timeout of centuries is "forever"
-    deadline = c.server.clock.ms + timeout if 0 < timeout < _CENTURY_MS else 0
-    return block_for_keys(c, [], deadline, _never_served, 0)
-
-
-def _never_served(client: Any, key: bytes, value: Any) -> bool:
-    return False

@@ -106,13 +106,6 @@ def lastsave(c, argv):
     return c.server.lastsave
 
 
-@command("role")
-def role(c, argv):
-    """pykv has no replication: always what a standalone Redis master answers (no
-    replicas, replication offset 0)."""
-    return [b"master", 0, []]
-
-
 _SHUTDOWN_FLAGS = (b"nosave", b"save", b"now", b"force", b"abort")
 
 

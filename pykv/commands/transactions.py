@@ -55,8 +55,7 @@ def exec_(c, argv):
     c.add_reply(RawReply(b"*%d\r\n" % len(queue)))
     was_denying = c.deny_blocking
     c.deny_blocking = True
-    aof = c.server.aof
-    mark = aof.begin_transaction(c.db_index) if aof.enabled else None
+    marks = c.server.begin_effects(c.db_index)
     # the ACL rules may have changed since the commands were queued (pykv.acl)
     acl_user = c.acl_user if c.acl_restricted else None
     try:
@@ -70,8 +69,9 @@ def exec_(c, argv):
             c.call(cmd, qargv)
     finally:
         c.deny_blocking = was_denying
-        if mark is not None:
-            aof.end_transaction(mark)  # several writes are logged inside MULTI ... EXEC
+        c.server.end_effects(marks)  # several writes are propagated inside MULTI ... EXEC
+        if marks is not None:
+            c.woff = c.server.repl_offset  # what WAIT waits for
     return NO_REPLY
 
 

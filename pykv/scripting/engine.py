@@ -227,12 +227,17 @@ class Engine:
         self._busy_threshold = (self.server.config.busy_reply_threshold / 1000.0
                                 if caller.conn is not None else None)
         self.ctx = ctx
+        # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis
+        marks = self.server.begin_effects(caller.db_index)
         try:
             result = runner(fn, caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
         finally:
+            self.server.end_effects(marks)
+            if marks is not None:
+                caller.woff = self.server.repl_offset  # what WAIT waits for
             self.ctx = None
             self._busy_threshold = None
             if self.server.busy_script is ctx:
@@ -409,6 +414,8 @@ class Engine:
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO
+            if server.noreplicas_error is not None:  # min-replicas-to-write not met
+                return TAG_ERROR, server.noreplicas_error.data
             ctx.wrote = True
         client = self.client
         client.captured = []

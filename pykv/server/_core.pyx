@@ -166,6 +166,13 @@ cdef class ServerCore:
     cdef public object blocking, ready_keys, keyspace_notifier
     # the MISCONF error while persistence is failing and writes must be refused, else None
     cdef public object deny_write_error
+    # -NOREPLICAS while min-replicas-to-write is not met (pykv.replication.master), else None
+    cdef public object noreplicas_error
+    cdef public long long repl_offset  # the replication offset after the last stream bytes
+    # commands running (nested: EXEC, scripts), and the effects marks a lazy expiry opened
+    # in the outermost one (its DEL and the command's effects go out as one transaction)
+    cdef public int calling
+    cdef public object lazy_marks
     cdef public dict command_lookup
     cdef public list monitors
     cdef public long long dirty, slowlog_threshold_ns, stat_numcommands
@@ -250,6 +257,7 @@ cdef class ClientCore:
     cdef public object acl_user
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
+    cdef public long long woff  # the replication offset after this client's last write (WAIT)
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
@@ -370,6 +378,10 @@ cdef class ClientCore:
                 or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
             self.reject(server.deny_write_error, cmd)
             return
+        if server.noreplicas_error is not None and not self.replaying and (
+                cmd.is_write or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
+            self.reject(server.noreplicas_error, cmd)
+            return
         if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
                 and not cmd.pubsub_ok:
             self.reject(errors.pubsub_context(cmd.fullname), cmd)
@@ -417,20 +429,27 @@ cdef class ClientCore:
         tracking = server.tracking  # client-side caching on (pykv.server.tracking), or None
         if tracking is not None:
             tracking.enter(self, cmd, argv)
+        server.calling += 1
         start = _perf_ns()
         try:
-            reply = cmd.handler(self, argv)
-        except ErrorReply as exc:
-            reply = exc
-        except Exception:  # a bug must never take the server down
-            log.exception("Internal error running %r", argv[:1])
-            reply = ErrorReply(b"ERR internal error while running the command")
-        elapsed = _perf_ns() - start
-        if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
-            if self.propagate_override is None:
-                server.propagate(db_id, argv)
-            else:
-                self.propagate_effects(db_id, argv)
+            try:
+                reply = cmd.handler(self, argv)
+            except ErrorReply as exc:
+                reply = exc
+            except Exception:  # a bug must never take the server down
+                log.exception("Internal error running %r", argv[:1])
+                reply = ErrorReply(b"ERR internal error while running the command")
+            elapsed = _perf_ns() - start
+            if server.propagate is not None and server.dirty != dirty and not cmd.no_propagate:
+                if self.propagate_override is None:
+                    server.propagate(db_id, argv)
+                else:
+                    self.propagate_effects(db_id, argv)
+                self.woff = server.repl_offset
+        finally:
+            server.calling -= 1
+            if server.lazy_marks is not None and server.calling == 0:
+                server.end_lazy_effects()
         if server.monitors and not cmd.skip_monitor:  # after the call, as Redis (db of SELECT)
             server.feed_monitors(self, argv)
         usec = elapsed // 1000
@@ -469,8 +488,17 @@ cdef class ClientCore:
             propagate(db_id, argv)
             return
         self.propagate_override = None
-        for command in override:
-            propagate(db_id, command)
+        if len(override) < 2:
+            for command in override:
+                propagate(db_id, command)
+            return
+        # several effects of one command go out as one MULTI/EXEC, as Redis 7.0's
+        marks = self.server.begin_effects(db_id)
+        try:
+            for command in override:
+                propagate(db_id, command)
+        finally:
+            self.server.end_effects(marks)
 
     # -- replies -----------------------------------------------------------------------
     def add_reply(self, reply):

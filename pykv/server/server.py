@@ -161,8 +161,11 @@ class Server(ServerCore):
         self.info_sampler: Any = None
         # the ACL users (pykv.acl.Acl, via pykv.commands.acl.install)
         self.acl: Any = None
-        # the append-only file; ``propagate(db_id, argv)`` is set while it is on
+        # the effects stream: ``propagate(db_id, argv)`` is None while nothing listens,
+        # else the one listener's feed or a fan-out to all (the AOF, the replicas)
         self.propagate: Callable[[int, list[bytes]], None] | None = None
+        self.effect_sinks: dict[Any, Callable[[int, list[bytes]], None]] = {}
+        self.effects_depth = 0  # EXECs and scripts running (only the outermost wraps)
         self.aof = AppendOnlyFile(self)
         self.cron_hooks.append(self.aof.cron)
         self.config.on_change("appendonly", self._on_appendonly)
@@ -283,6 +286,44 @@ class Server(ServerCore):
             if gc_was_enabled:
                 gc.enable()
 
+    # -- the effects stream ------------------------------------------------------------------
+    def add_effect_sink(self, sink: Any, feed: Callable[[int, list[bytes]], None]) -> None:
+        """``sink`` (with ``begin_transaction(db_id)``/``end_transaction(mark)``) gets
+        every effect through ``feed`` from now on (replacing its previous feed)."""
+        self.effect_sinks[sink] = feed
+        self._rebuild_propagate()
+
+    def remove_effect_sink(self, sink: Any) -> None:
+        if self.effect_sinks.pop(sink, None) is not None:
+            self._rebuild_propagate()
+
+    def _rebuild_propagate(self) -> None:
+        feeds = list(self.effect_sinks.values())
+        if not feeds:
+            self.propagate = None
+        elif len(feeds) == 1:
+            self.propagate = feeds[0]
+        else:
+            def fan_out(db_id: int, argv: list[bytes]) -> None:
+                for feed in feeds:
+                    feed(db_id, argv)
+
+            self.propagate = fan_out
+
+    def begin_effects(self, db_id: int) -> list[tuple[Any, Any]] | None:
+        """Before an EXEC or a script: each sink marks where its effects start, to wrap
+        them in MULTI/EXEC when there are several (``end_effects``)."""
+        self.effects_depth += 1
+        if not self.effect_sinks or self.effects_depth > 1:  # a script inside EXEC: one
+            return None
+        return [(sink, sink.begin_transaction(db_id)) for sink in self.effect_sinks]
+
+    def end_effects(self, marks: list[tuple[Any, Any]] | None) -> None:
+        self.effects_depth -= 1
+        for sink, mark in marks or ():
+            if sink in self.effect_sinks:
+                sink.end_transaction(mark)
+
     def _propagating_expiry(self, hook: Callable[[Database, bytes], None]
                             ) -> Callable[[Database, bytes], None]:
         """Expired keys are written to the AOF as DELs (Redis's propagateDeletion)."""
@@ -290,9 +331,17 @@ class Server(ServerCore):
         def on_expired(db: Database, key: bytes) -> None:
             hook(db, key)
             if self.propagate is not None:
+                # found expired by a command: as in Redis 7.0, its DEL and the command's
+                # own effects are propagated together (in MULTI/EXEC when both exist)
+                if self.calling and not self.effects_depth and self.lazy_marks is None:
+                    self.lazy_marks = self.begin_effects(db.id)
                 self.propagate(db.id, [b"DEL", key])
 
         return on_expired
+
+    def end_lazy_effects(self) -> None:
+        marks, self.lazy_marks = self.lazy_marks, None
+        self.end_effects(marks)
 
     def _apply_lfu_settings(self, _value: Any) -> None:
         """An LFU maxmemory-policy makes the keyspace count accesses (OBJECT FREQ)."""

@@ -254,7 +254,7 @@ class AppendOnlyFile(AofFeedCore):
         """Commands reach ``feed``, or ``feed_stamped`` under ``aof-timestamp-enabled``."""
         if self.enabled:
             stamped = self.server.config.aof_timestamp_enabled
-            self.server.propagate = self.feed_stamped if stamped else self.feed
+            self.server.add_effect_sink(self, self.feed_stamped if stamped else self.feed)
 
     def timestamp_if_needed(self, force: bool = False) -> bytes:
         """Redis's ``#TS:<unix time>`` annotation: before the first command of each new
@@ -274,7 +274,7 @@ class AppendOnlyFile(AofFeedCore):
     def begin_transaction(self, db_id: int) -> tuple[int, int]:
         """Remember where an EXEC's effects start in the buffer (after the SELECT of the
         database it starts in, which Redis writes before the MULTI)."""
-        if self.server.propagate == self.feed_stamped:
+        if self.server.config.aof_timestamp_enabled:
             self.buf += self.timestamp_if_needed()
         if db_id != self.current_db:
             self.buf += encode_command([b"SELECT", b"%d" % db_id])
@@ -371,8 +371,7 @@ class AppendOnlyFile(AofFeedCore):
             os.close(self.fd)
             self.fd = -1
         self.enabled = False
-        if self.server.propagate in (self.feed, self.feed_stamped):
-            self.server.propagate = None
+        self.server.remove_effect_sink(self)
 
     # -- rewriting -----------------------------------------------------------------------
     def rewrite_in_progress(self) -> bool:

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pykv import errors
@@ -51,6 +52,8 @@ class RdbPersistence:
         self._progress = [0, 0]
         self.cow_size = self.cow_peak = self.last_cow_size = 0  # copy-on-write, in bytes
         self.cow_updated = 0.0
+        # told whether each BGSAVE succeeded (a disk-based replication sync waits on it)
+        self.bgsave_done_hooks: list[Callable[[bool], None]] = []
 
     # -- paths and payload ---------------------------------------------------------------
     @property
@@ -58,8 +61,12 @@ class RdbPersistence:
         cfg = self.server.config
         return os.path.join(cfg.dir, cfg.dbfilename)
 
-    def snapshot(self, pace: _Pace | None = None) -> bytes:
-        """The RDB image of the dataset; ``pace`` (in a BGSAVE child) is told of each key."""
+    def snapshot(self, pace: _Pace | None = None, data: bool = True,
+                 functions: bool = True) -> bytes:
+        """The RDB image of the dataset; ``pace`` (in a BGSAVE child) is told of each key.
+        Replication's ``repl-stream-db``/``repl-id``/``repl-offset`` aux fields are added
+        while the server has a replication history (``server.repl_save_info``); ``data``
+        and ``functions`` False leave keys or functions out (``rdb-filter-only``)."""
         server = self.server
         now = int(time.time())
         aux = {
@@ -67,14 +74,24 @@ class RdbPersistence:
             b"redis-bits": b"64",
             b"ctime": b"%d" % now,
             b"used-mem": b"%d" % _rss_bytes(),
-            b"aof-base": b"0",
         }
-        functions = []
+        save_info = getattr(server, "repl_save_info", None)
+        if save_info is not None:
+            aux.update(save_info() or {})
+        aux[b"aof-base"] = b"0"
+        libraries = []
         library_dump = getattr(server, "function_library_sources", None)
-        if library_dump is not None:
-            functions = library_dump()
+        if library_dump is not None and functions:
+            libraries = library_dump()
+        if not data:
+            return serialize([], server.config, aux, libraries)
         dbs = server.dbs if pace is None else [_PacedDb(db, pace) for db in server.dbs]
-        return serialize(dbs, server.config, aux, functions)
+        return serialize(dbs, server.config, aux, libraries)
+
+    def replication_snapshot(self, data: bool = True, functions: bool = True) -> bytes:
+        """The RDB a diskless full sync child writes (``rdb-key-save-delay`` applies)."""
+        pace = _Pace(-1, self.server.config.rdb_key_save_delay)
+        return self.snapshot(pace, data, functions)
 
     # -- SAVE -----------------------------------------------------------------------------
     def save(self) -> bool:
@@ -216,6 +233,9 @@ class RdbPersistence:
             log.warning("Background saving error")
             self.last_bgsave_ok = False
         self.update_write_denial()
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        for hook in self.bgsave_done_hooks:
+            hook(ok)
         if self.bgsave_scheduled:
             self.bgsave_scheduled = False
             self.bgsave()
@@ -234,6 +254,8 @@ class RdbPersistence:
             self.child_pid = -1
             self.child_type = ""
             self._close_progress()
+            for hook in self.bgsave_done_hooks:
+                hook(False)
 
     # -- save points ----------------------------------------------------------------------
     def save_points(self) -> list[tuple[int, int]]:
