@@ -284,3 +284,12 @@ def acl_load_unknown(filename: str, linenum: int, rule: str, reason: str) -> str
 
 def acl_load_rule_error(filename: str, linenum: int, reason: str) -> str:
     return f"{filename}:{linenum}: {reason}. "
+
+
+# -- replication (the replica side) ------------------------------------------------------------
+READONLY = ErrorReply(b"READONLY You can't write against a read only replica.")
+MASTERDOWN = ErrorReply(b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is "
+                        b"set to 'no'.")
+ALREADY_CONNECTED = b"OK Already connected to specified master"  # a status reply
+REPLICAOF_BY_REPLICA = ErrorReply(b"ERR Command is not valid when client is a replica.")
+INVALID_MASTER_PORT = ErrorReply(b"ERR Invalid master port")

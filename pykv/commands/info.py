@@ -382,19 +382,25 @@ def _stats(server: Any) -> Fields:
 
 
 def _replication(server: Any) -> Fields:
-    replid = getattr(server, "replid", None) or server.run_id
+    # TEMPORARY (repl-replica branch): the replica rows and server.repl's ids until the
+    # master side's INFO replication lands; the lead keeps that one in the merge.
+    repl = server.repl
+    link = getattr(server, "master_link", None)
+    backlog = repl.backlog
+    head: Fields = [("role", "master")] if link is None else \
+        [("role", "slave"), *link.info_fields()]
     return [
-        ("role", "master"),
+        *head,
         ("connected_slaves", 0),
         ("master_failover_state", "no-failover"),
-        ("master_replid", replid),
-        ("master_replid2", "0" * 40),
-        ("master_repl_offset", getattr(server, "master_repl_offset", 0)),
-        ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
-        ("repl_backlog_size", 1048576),
-        ("repl_backlog_first_byte_offset", 0),
-        ("repl_backlog_histlen", 0),
+        ("master_replid", repl.replid),
+        ("master_replid2", repl.replid2),
+        ("master_repl_offset", repl.master_repl_offset),
+        ("second_repl_offset", repl.second_repl_offset),
+        ("repl_backlog_active", int(backlog is not None)),
+        ("repl_backlog_size", server.config.repl_backlog_size),
+        ("repl_backlog_first_byte_offset", backlog.start_offset if backlog else 0),
+        ("repl_backlog_histlen", backlog.histlen if backlog else 0),
     ]
 
 

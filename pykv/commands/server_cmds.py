@@ -108,9 +108,12 @@ def lastsave(c, argv):
 
 @command("role")
 def role(c, argv):
-    """pykv has no replication: always what a standalone Redis master answers (no
-    replicas, replication offset 0)."""
-    return [b"master", 0, []]
+    """TEMPORARY (repl-replica branch): a replica's ROLE from its link, else a master
+    without replicas; the master side's ROLE replaces this in the merge."""
+    link = getattr(c.server, "master_link", None)
+    if link is not None:
+        return link.role_reply()
+    return [b"master", c.server.repl.master_repl_offset, []]
 
 
 _SHUTDOWN_FLAGS = (b"nosave", b"save", b"now", b"force", b"abort")
