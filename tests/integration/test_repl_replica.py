@@ -254,11 +254,14 @@ def full_sync_then_stream(masters, replicas, diskless: str, writes: int, seed: i
     wait_synced(m, r)
     assert_same_dataset(real.port, ours.port)
     assert info(m, "stats")["sync_full"] == 1
+    # repl-diskless-load disabled: the payload went through a temp file, now dump.rdb
+    assert os.path.exists(os.path.join(ours.workdir, "dump.rdb"))
+    assert not [f for f in os.listdir(ours.workdir) if f.startswith("temp-")]
 
 
 @pytest.mark.parametrize("diskless", ["no", "yes"], ids=["disk-master", "diskless-master"])
 def test_full_sync_then_stream_of_every_family(masters, replicas, diskless):
-    full_sync_then_stream(masters, replicas, diskless, 800, seed=7)
+    full_sync_then_stream(masters, replicas, diskless, 600, seed=7)
 
 
 @pytest.mark.slow
@@ -284,16 +287,6 @@ def test_diskless_load_and_eviction_dels(masters, replicas):
     wait_synced(m, r)
     assert_same_dataset(real.port, ours.port)
     assert not os.path.exists(os.path.join(ours.workdir, "dump.rdb"))
-
-
-def test_disk_load_leaves_the_masters_rdb_as_dump_rdb(masters, replicas):
-    real = masters("--repl-diskless-sync", "no")
-    m = client(real.port)
-    m.set("k", "v")
-    ours = replicas({"replicaof": ["127.0.0.1", real.port]})
-    wait_synced(m, client(ours.port))
-    assert os.path.exists(os.path.join(ours.workdir, "dump.rdb"))
-    assert not [f for f in os.listdir(ours.workdir) if f.startswith("temp-")]
 
 
 def test_replica_expiry_is_the_masters(masters, replicas):
@@ -408,7 +401,7 @@ def test_backlog_overflow_means_full_resync(masters, replicas):
 def test_master_killed_during_transfer_keeps_stale_data(masters, replicas):
     real = masters("--repl-diskless-sync", "no", "--rdb-key-save-delay", "20000")
     m = client(real.port)
-    for i in range(120):
+    for i in range(80):
         m.set(f"k{i}", i)
     ours = replicas()
     r = client(ours.port)
@@ -451,16 +444,16 @@ def _transcript(port: int, commands) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("stale", ["yes", "no"])
-def test_refusals_match_a_redis_replica(masters, replicas, stale):
+def test_refusals_match_a_redis_replica(masters, replicas):
     dead = RealRedis()
     dead_port = dead.port
     dead.stop()  # nothing listens there: both replicas stay with the link down
     theirs = masters("--replicaof", "127.0.0.1", str(dead_port))
     ours = replicas({"replicaof": ["127.0.0.1", dead_port]})
-    for port in (ours.port, theirs.port):  # (set once up: PING itself is refused with "no")
-        client(port).config_set("replica-serve-stale-data", stale)
-    assert _transcript(ours.port, REFUSED) == _transcript(theirs.port, REFUSED)
+    for stale in ("yes", "no"):
+        for port in (ours.port, theirs.port):  # (set once up: "no" refuses PING itself)
+            client(port).config_set("replica-serve-stale-data", stale)
+        assert _transcript(ours.port, REFUSED) == _transcript(theirs.port, REFUSED), stale
 
 
 def test_info_replication_rows_match_a_redis_replica(masters, replicas):
@@ -502,3 +495,94 @@ def test_chain_through_a_pykv_replica(masters, replicas):
     wait_synced(m, client(ours.port))
     wait_synced(client(ours.port), client(sub.port))
     assert client(sub.port).get("through") == b"the chain"
+
+
+# -- handshake options, PSYNC2 after a failover, loading, AOF ---------------------------------
+def test_masterauth_masteruser_and_announced_address(masters, replicas):
+    real = masters("--requirepass", "secret")
+    m = redis.Redis(port=real.port, password="secret")
+    m.acl_setuser("repl", enabled=True, passwords=["+replpw"], commands=["+@all"], keys=["*"])
+    m.set("k", "v")
+    ours = replicas({"replicaof": ["127.0.0.1", real.port], "masteruser": "repl",
+                     "masterauth": "replpw", "replica-announce-port": 12345,
+                     "replica-announce-ip": "10.1.2.3"})
+    r = client(ours.port)
+    wait_synced(m, r)
+    assert r.get("k") == b"v"
+    assert info(m)["slave0"]["ip"] == "10.1.2.3" and info(m)["slave0"]["port"] == 12345
+    r.config_set("masterauth", "wrong")
+    r.client_kill_filter(_type="master")  # the next handshake fails: the link stays down
+    wait_until(lambda: "Unable to AUTH to MASTER" in ours.log(), what="the failed AUTH")
+    assert info(r)["master_link_status"] == "down"
+
+
+def test_psync2_continues_with_a_promoted_replica(masters, replicas):
+    """Master A with replicas B (redis-server) and pykv; B is promoted and pykv moves to
+    it: +CONTINUE with B's new id, A's id becomes pykv's replid2."""
+    a = masters()
+    am = client(a.port)
+    b = masters("--replicaof", "127.0.0.1", str(a.port))
+    ours = replicas({"replicaof": ["127.0.0.1", a.port]})
+    r = client(ours.port)
+    am.set("x", 1)
+    wait_synced(am, client(b.port))
+    wait_synced(am, r)
+    old_id = info(am)["master_replid"]
+    bm = client(b.port)
+    bm.replicaof("no", "one")
+    r.replicaof("127.0.0.1", b.port)
+    bm.set("y", 2)
+    wait_synced(bm, r)
+    assert info(bm, "stats")["sync_partial_ok"] == 1 and info(bm, "stats")["sync_full"] == 0
+    rinfo = info(r)
+    assert rinfo["master_replid"] == info(bm)["master_replid"]
+    assert rinfo["master_replid2"] == old_id
+    assert rinfo["second_repl_offset"] == info(bm)["second_repl_offset"]
+    assert r.get("y") == b"2"
+
+
+def test_clients_get_loading_while_the_sync_loads(masters, replicas):
+    real = masters()
+    m = client(real.port)
+    p = m.pipeline(transaction=False)
+    for i in range(2500):
+        p.set(f"k{i}", i)
+    p.execute()
+    ours = replicas({"key-load-delay": 300})  # ~0.75 s of loading, the loop served between
+    raw = RawClient(port=ours.port)
+    raw.call("REPLICAOF", "127.0.0.1", str(real.port))
+    wait_until(lambda: b"loading:1" in raw.call("INFO", "persistence"), what="the load")
+    assert raw.call("GET", "k1") == b"-LOADING Redis is loading the dataset in memory\r\n"
+    wait_synced(m, client(ours.port))
+    assert client(ours.port).dbsize() == 2500
+    raw.close()
+
+
+def test_writable_replica_aof_and_ignored_maxmemory(masters, replicas):
+    """replica-read-only no lets clients write; the master's stream goes to the replica's
+    AOF (a restart as a master keeps it); a replica under maxmemory evicts nothing."""
+    real = masters()
+    m = client(real.port)
+    ours = replicas({"replicaof": ["127.0.0.1", real.port], "appendonly": "yes",
+                     "replica-read-only": "no", "maxmemory": "1mb",
+                     "maxmemory-policy": "allkeys-lru"})
+    r = client(ours.port)
+    wait_synced(m, r)
+    r.set("local", "write")
+    p = m.pipeline(transaction=False)
+    for i in range(400):
+        p.set(f"big{i}", "x" * 5000)  # 2 MB: over the replica's maxmemory
+    p.execute()
+    wait_synced(m, r)
+    assert r.dbsize() == 401
+    assert info(r, "stats")["evicted_keys"] == 0
+    r.config_set("maxmemory", 0)  # a master would now evict
+    r.replicaof("no", "one")
+    wait_until(lambda: info(r, "persistence")["aof_rewrite_in_progress"] == 0,
+               what="the AOF rewrite after the sync")
+    r.set("after", "promotion")
+    ours.config.pop("replicaof")
+    ours.config.pop("maxmemory")
+    ours.restart()
+    r = client(ours.port)
+    assert r.dbsize() == 402 and r.get("big7") == b"x" * 5000
