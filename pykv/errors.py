@@ -292,4 +292,11 @@ MASTERDOWN = ErrorReply(b"MASTERDOWN Link with MASTER is down and replica-serve-
                         b"set to 'no'.")
 ALREADY_CONNECTED = b"OK Already connected to specified master"  # a status reply
 REPLICAOF_BY_REPLICA = ErrorReply(b"ERR Command is not valid when client is a replica.")
+NO_FAILOVER = ErrorReply(b"ERR No failover in progress.")
+FAILOVER_TIMEOUT = ErrorReply(b"ERR FAILOVER timeout must be greater than 0")
+FAILOVER_IN_PROGRESS = ErrorReply(b"ERR FAILOVER already in progress.")
+FAILOVER_ON_REPLICA = ErrorReply(b"ERR FAILOVER is not valid when server is a replica.")
+FAILOVER_NO_REPLICAS = ErrorReply(b"ERR FAILOVER requires connected replicas.")
+FAILOVER_FORCE = ErrorReply(b"ERR FAILOVER with force option requires both a timeout and "
+                            b"target HOST and IP.")
 INVALID_MASTER_PORT = ErrorReply(b"ERR Invalid master port")

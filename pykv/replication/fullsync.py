@@ -33,7 +33,7 @@ class Transfer:
     """Progress of the payload being received (INFO's ``master_sync_*`` rows)."""
 
     def __init__(self) -> None:
-        self.size = 0  # 0 for an EOF-marked (diskless) payload, as Redis reports it
+        self.size = -1  # until the header; 0 for an EOF-marked payload, as Redis has it
         self.read = 0
         self.last_io = time.time()
 
@@ -127,6 +127,25 @@ async def receive(conn: MasterConnection, server: Any, transfer: Transfer) -> by
                 os.unlink(tmp_path)
             except OSError:
                 pass
+
+
+# what a database is made of: the same slots SWAPDB exchanges
+_DB_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_expire_pos",
+             "scan_index", "mem_dirty", "mem_sizes", "mem_total")
+
+
+def stash_dbs(server: Any) -> list[dict[str, Any]]:
+    """``repl-diskless-load swapdb``: keep the old dataset aside until the new one loaded."""
+    return [{slot: getattr(db, slot) for slot in _DB_SLOTS} for db in server.dbs]
+
+
+def restore_dbs(server: Any, stash: list[dict[str, Any]]) -> None:
+    """A failed load under swapdb: the old dataset comes back."""
+    log.warning("Failed trying to load the MASTER synchronization DB from socket, "
+                "restoring the old dataset")
+    for db, slots in zip(server.dbs, stash, strict=True):
+        for slot, value in slots.items():
+            setattr(db, slot, value)
 
 
 def flush_old_data(server: Any) -> None:

@@ -15,8 +15,8 @@ answered with ``REPLCONF ACK <offset>``, and an ACK goes out every second anyway
 
 Expiry on a replica is Redis 7.0's: for normal clients an expired key reads as missing but
 stays (``Database.expire_paused``), the active cycle deletes nothing, and the master client
-sees every key as live (it runs with the cached clock at zero: nothing is "already
-expired" for it) — only the master's DEL removes a key.
+sees every key as live (``Clock.master_view``); an expiry time already past is stored, not
+acted on — only the master's DEL removes a key.
 
 The history (replication id and offset) survives a link loss, a restart (the RDB's
 ``repl-id``/``repl-offset`` AUX fields) and a change of master, so the next ``PSYNC`` can
@@ -168,8 +168,15 @@ class MasterLink:
         _disconnect_replicas(server)
         repl = server.repl
         repl.free_backlog()
+        stash = fullsync.stash_dbs(server) if server.config.repl_diskless_load == "swapdb" \
+            else None
         fullsync.flush_old_data(server)
-        aux = await fullsync.load(server, payload)
+        try:
+            aux = await fullsync.load(server, payload)
+        except fullsync.RdbFormatError:
+            if stash is not None:
+                fullsync.restore_dbs(server, stash)
+            raise
         repl.replid = replid or repl.replid
         repl.master_repl_offset = max(0, offset)
         repl.clear_replid2()
@@ -233,7 +240,7 @@ class MasterLink:
         parser.feed(data)
         clock = server.clock
         clock.update()
-        clock.ms = 0  # the master's view: no key is expired (see the module docstring)
+        clock.master_view = True  # no key is expired for the master (module docstring)
         try:
             while not client.closed:
                 try:
@@ -255,7 +262,7 @@ class MasterLink:
                     if end > self.reploff:
                         self._advance(end - self.reploff)
         finally:
-            clock.update()
+            clock.master_view = False
         parser.compact()
         client.flush()
 

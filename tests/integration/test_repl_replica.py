@@ -306,6 +306,13 @@ def test_replica_expiry_is_the_masters(masters, replicas):
     m.get("gone")  # the master expires it and replicates a DEL
     wait_synced(m, r)
     assert r.dbsize() == 1
+    # times in the stream are the master's (XCLAIM ... TIME): the PEL idle time is real
+    m.xadd("s", {"f": "v"})
+    m.xgroup_create("s", "g", id="0")
+    m.xreadgroup("g", "c1", {"s": ">"})
+    wait_synced(m, r)
+    pending = r.xpending_range("s", "g", "-", "+", 10)
+    assert len(pending) == 1 and 0 <= pending[0]["time_since_delivered"] < 60000
 
 
 # -- runtime REPLICAOF and promotion ----------------------------------------------------------
@@ -586,3 +593,144 @@ def test_writable_replica_aof_and_ignored_maxmemory(masters, replicas):
     ours.restart()
     r = client(ours.port)
     assert r.dbsize() == 402 and r.get("big7") == b"x" * 5000
+
+
+# -- a scripted master: the answers real Redis 7.0 never gives ---------------------------------
+class ScriptedMaster:
+    """A master on a socket that answers the handshake with +OK and PSYNC with whatever
+    ``on_psync(sock)`` sends (old masters' errors, corrupt payloads)."""
+
+    def __init__(self, on_psync) -> None:
+        import socket
+        import threading
+
+        self.on_psync = on_psync
+        self.commands: list[list[bytes]] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                self._session(sock)
+            except OSError:
+                pass
+            finally:
+                sock.close()
+
+    def _session(self, sock) -> None:
+        reader = sock.makefile("rb")
+        while True:
+            header = reader.readline()
+            if not header:
+                return
+            argv = []
+            for _ in range(int(header[1:])):
+                size = int(reader.readline()[1:])
+                argv.append(reader.read(size + 2)[:-2])
+            self.commands.append(argv)
+            name = argv[0].upper()
+            if name == b"PING":
+                sock.sendall(b"+PONG\r\n")
+            elif name in (b"PSYNC", b"SYNC"):
+                self.on_psync(sock, argv)
+            elif name == b"REPLCONF" and argv[1].upper() == b"ACK":
+                continue
+            else:
+                sock.sendall(b"+OK\r\n")
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _rdb_of(keys: dict[str, str]) -> bytes:
+    real = RealRedis()
+    try:
+        c = client(real.port)
+        c.mset(keys)
+        c.save()
+        with open(os.path.join(real.dir, "dump.rdb"), "rb") as fh:
+            return fh.read()
+    finally:
+        real.stop()
+
+
+def test_sync_fallback_for_a_master_without_psync(replicas):
+    rdb = _rdb_of({"a": "1", "b": "2"})
+
+    def answer(sock, argv):
+        if argv[0].upper() == b"PSYNC":
+            sock.sendall(b"-ERR unknown command 'PSYNC'\r\n")
+        else:  # SYNC: the payload, then the stream
+            sock.sendall(b"$%d\r\n%s" % (len(rdb), rdb))
+            sock.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1\r\n3\r\n"
+                         b"*3\r\n$9\r\nPEXPIREAT\r\n$1\r\na\r\n$1\r\n1\r\n"
+                         b"*3\r\n$3\r\nSET\r\n$1\r\nd\r\n$1\r\n4\r\n")
+
+    master = ScriptedMaster(answer)
+    try:
+        ours = replicas({"replicaof": ["127.0.0.1", master.port]})
+        r = client(ours.port)
+        wait_until(lambda: r.get("d") == b"4", what="the SYNC payload and stream")
+        assert r.mget("a", "b", "c") == [None, b"2", b"3"]
+        assert r.dbsize() == 4  # an expiry in the past: "a" reads as gone, but stays
+        names = [argv[0].upper() for argv in master.commands]
+        assert names[:2] == [b"PING", b"REPLCONF"] and b"SYNC" in names
+        assert [b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"] in master.commands
+        assert [b"PSYNC", b"?", b"-1"] in master.commands
+    finally:
+        master.close()
+
+
+def test_swapdb_load_keeps_the_old_data_when_the_payload_is_bad(replicas):
+    mark = b"m" * 40
+
+    def answer(sock, argv):
+        sock.sendall(b"+FULLRESYNC %s 0\r\n" % (b"1" * 40))
+        sock.sendall(b"$EOF:" + mark + b"\r\nREDIS0010\xfa\x09redis-ver\x05" + mark)
+        sock.shutdown(1)
+
+    master = ScriptedMaster(answer)
+    try:
+        ours = replicas({"repl-diskless-load": "swapdb"})
+        r = client(ours.port)
+        r.set("old", "data")
+        r.replicaof("127.0.0.1", master.port)
+        wait_until(lambda: "restoring the old dataset" in ours.log(), what="the failed load")
+        assert r.get("old") == b"data"
+    finally:
+        master.close()
+
+
+FAILOVERS = [
+    ("FAILOVER",), ("FAILOVER", "ABORT"), ("FAILOVER", "TIMEOUT", "0"),
+    ("FAILOVER", "TIMEOUT", "x"), ("FAILOVER", "TO", "127.0.0.1"), ("FAILOVER", "FORCE"),
+    ("FAILOVER", "TO", "127.0.0.1", "port"), ("FAILOVER", "BOGUS"),
+    ("FAILOVER", "TIMEOUT", "10", "TIMEOUT", "10"), ("FAILOVER", "FORCE", "TIMEOUT", "5"),
+    ("FAILOVER", "ABORT", "NOW"),
+]
+
+
+def test_failover_errors_match_redis(masters, replicas):
+    theirs = masters()
+    ours = replicas()
+
+    def transcript(port: int) -> list[bytes]:
+        raw = RawClient(port=port)
+        out = [raw.call(*cmd) for cmd in FAILOVERS]
+        raw.call("REPLICAOF", "127.0.0.1", "1")  # a replica (of nothing reachable)
+        out += [raw.call("FAILOVER"), raw.call("FAILOVER", "ABORT")]
+        raw.call("REPLICAOF", "NO", "ONE")
+        raw.close()
+        return out
+
+    assert transcript(ours.port) == transcript(theirs.port)
+    assert info(client(ours.port))["master_failover_state"] == "no-failover"
