@@ -160,7 +160,6 @@ class MasterLink:
         self.state = "sync"
         self.transfer = fullsync.Transfer()
         payload = await fullsync.receive(conn, server, self.transfer)
-        self.transfer = None
         aof = server.aof
         aof_was_on = aof.enabled
         if aof_was_on:
@@ -191,6 +190,7 @@ class MasterLink:
     def _connected(self, db_index: int) -> None:
         server = self.server
         self.state = "connected"
+        self.transfer = None
         self.read_reploff = server.repl.master_repl_offset
         self.pending = bytearray()
         client = Client(server, _LinkConnection(self.conn), server.next_client_id)

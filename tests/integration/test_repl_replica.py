@@ -366,6 +366,7 @@ def test_partial_resync_after_link_kills(masters, replicas):
     assert info(m, "stats")["sync_partial_ok"] == 2
     assert info(m, "stats")["sync_full"] == 1
     assert r.mget("a", "b", "c") == [b"1", b"2", b"3"]
+    assert m.wait(1, 5000) == 1  # REPLCONF GETACK answered with our offset
 
 
 def test_psync_continues_after_a_replica_restart(masters, replicas):
@@ -483,6 +484,16 @@ def test_info_replication_rows_match_a_redis_replica(masters, replicas):
     real.stop()  # the link goes down on both: master_link_down_since_seconds appears
     wait_until(lambda: info(client(theirs.port))["master_link_status"] == "down")
     wait_until(lambda: info(client(ours.port))["master_link_status"] == "down")
+    assert names(ours.port) == names(theirs.port)
+    # a full sync under way (the master's BGSAVE is slow): the master_sync_* rows
+    slow = masters("--repl-diskless-sync", "no", "--rdb-key-save-delay", "20000")
+    for i in range(60):
+        client(slow.port).set(f"k{i}", i)
+    for port in (ours.port, theirs.port):
+        client(port).replicaof("127.0.0.1", slow.port)
+    for port in (ours.port, theirs.port):
+        wait_until(lambda p=port: info(client(p))["master_sync_in_progress"] == 1,
+                   what="the transfer")
     assert names(ours.port) == names(theirs.port)
 
 
