@@ -292,6 +292,8 @@ MASTERDOWN = ErrorReply(b"MASTERDOWN Link with MASTER is down and replica-serve-
                         b"set to 'no'.")
 ALREADY_CONNECTED = b"OK Already connected to specified master"  # a status reply
 REPLICAOF_BY_REPLICA = ErrorReply(b"ERR Command is not valid when client is a replica.")
+UNBLOCKED_TO_REPLICA = ErrorReply(b"UNBLOCKED force unblock from blocking operation, instance "
+                                  b"state changed (master -> replica?)")
 NO_FAILOVER = ErrorReply(b"ERR No failover in progress.")
 FAILOVER_TIMEOUT = ErrorReply(b"ERR FAILOVER timeout must be greater than 0")
 FAILOVER_IN_PROGRESS = ErrorReply(b"ERR FAILOVER already in progress.")

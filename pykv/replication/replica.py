@@ -211,8 +211,8 @@ class MasterLink:
     # -- the stream --------------------------------------------------------------------------
     async def _stream(self, conn: MasterConnection) -> None:
         reader = conn.reader
-        timeout = self.server.config.repl_timeout
         while not self.stopped:
+            timeout = self.server.config.repl_timeout  # (CONFIG SET applies at once)
             client = self.master_client
             if client is None or client.closed:
                 raise LinkError("")  # killed (CLIENT KILL): logged as the link loss

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pykv import errors
 from pykv.replication.replica import MasterLink, apply_flags
 
 log = logging.getLogger("pykv")
@@ -86,6 +87,9 @@ def set_master(server: Any, host: str, port: int) -> bool:
         link.stop()
     elif server.repl.backlog is None:
         server.repl.create_backlog(server.config.repl_backlog_size)
+    for client in list(server.clients.values()):  # Redis's disconnectAllBlockedClients
+        if client.blocked is not None:
+            server.unblock_client(client, errors.UNBLOCKED_TO_REPLICA)
     new = MasterLink(server, host, port)
     # as Redis: a master turning replica PSYNCs with its own history (cached master made of
     # itself); a replica changing master keeps the cached one it has

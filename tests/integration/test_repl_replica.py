@@ -745,3 +745,26 @@ def test_failover_errors_match_redis(masters, replicas):
 
     assert transcript(ours.port) == transcript(theirs.port)
     assert info(client(ours.port))["master_failover_state"] == "no-failover"
+
+
+def test_replicaof_unblocks_blocked_clients_as_redis(masters, replicas):
+    dead = RealRedis()
+    dead_port = dead.port
+    dead.stop()
+    theirs = masters()
+    ours = replicas()
+
+    def blocked_reply(port: int) -> bytes:
+        blocked = RawClient(port=port)
+        blocked.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$4\r\nlist\r\n$1\r\n0\r\n")
+        admin = RawClient(port=port)
+        wait_until(lambda: b"blocked_clients:1" in admin.call("INFO", "clients"),
+                   what="the BLPOP to block")
+        admin.call("REPLICAOF", "127.0.0.1", str(dead_port))
+        reply = blocked.read_reply()
+        admin.call("REPLICAOF", "NO", "ONE")
+        blocked.close()
+        admin.close()
+        return reply
+
+    assert blocked_reply(ours.port) == blocked_reply(theirs.port)
