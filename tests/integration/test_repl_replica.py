@@ -768,3 +768,27 @@ def test_replicaof_unblocks_blocked_clients_as_redis(masters, replicas):
         return reply
 
     assert blocked_reply(ours.port) == blocked_reply(theirs.port)
+
+
+def test_replica_killed_while_loading_resumes_from_the_masters_rdb(masters, replicas):
+    """The disk load left the master's RDB as dump.rdb (with the master's repl-id and
+    offset): after a crash mid-load the restarted replica loads it and PSYNCs on."""
+    real = masters("--repl-diskless-sync", "no")
+    m = client(real.port)
+    p = m.pipeline(transaction=False)
+    for i in range(2000):
+        p.set(f"k{i}", i)
+    p.execute()
+    ours = replicas({"key-load-delay": 500, "save": "3600 1"})
+    raw = RawClient(port=ours.port)
+    raw.call("REPLICAOF", "127.0.0.1", str(real.port))
+    wait_until(lambda: b"loading:1" in raw.call("INFO", "persistence"), what="the load")
+    raw.close()
+    ours.kill()
+    m.set("after", "crash")
+    ours.config.update({"replicaof": ["127.0.0.1", real.port], "key-load-delay": 0})
+    ours.start()
+    r = client(ours.port)
+    wait_synced(m, r)
+    assert r.dbsize() == 2001 and r.get("after") == b"crash"
+    assert info(m, "stats")["sync_full"] == 1 and info(m, "stats")["sync_partial_ok"] == 1
