@@ -44,6 +44,7 @@ from pykv.server.client import REPLY_OFF, Client
 log = logging.getLogger("pykv")
 
 RECONNECT_DELAY = 1.0  # replicationCron runs once a second
+_ROLE_STATES = ("connect", "connecting", "handshake", "sync", "connected")
 READ_CHUNK = 1 << 16
 
 
@@ -161,8 +162,7 @@ class MasterLink:
         self.transfer = fullsync.Transfer()
         payload = await fullsync.receive(conn, server, self.transfer)
         aof = server.aof
-        aof_was_on = aof.enabled
-        if aof_was_on:
+        if aof.enabled:  # as Redis: stopped for the load, restarted (with a rewrite) after
             aof.stop()
         _disconnect_replicas(server)
         repl = server.repl
@@ -183,7 +183,7 @@ class MasterLink:
         self.has_history = True
         db = _aux_int(aux, b"repl-stream-db", 0)
         self._connected(db if 0 <= db < len(server.dbs) else 0)
-        if aof_was_on and server.config.appendonly:
+        if server.config.appendonly and not aof.enabled:
             aof.enable_at_runtime()
         log.info("MASTER <-> REPLICA sync: Finished with success")
 
@@ -371,11 +371,7 @@ class MasterLink:
 
     def role_reply(self) -> list[Any]:
         """ROLE: ``slave``, host, port, link state, offset (-1 without a master client)."""
-        state = self.state
-        if state == "handshake":
-            pass
-        elif state not in ("connect", "connecting", "sync", "connected"):
-            state = "none"
+        state = self.state if self.state in _ROLE_STATES else "none"
         offset = self.reploff if self.master_client is not None else -1
         return [b"slave", self.host.encode(), self.port, state.encode(), offset]
 
