@@ -20,6 +20,7 @@ from __future__ import annotations
 from pykv.commands import acl, info, load_all_commands, memory_cmd, monitor, scripting
 from pykv.config import Config
 from pykv.replication import master as replication_master
+from pykv.replication import role
 from pykv.replication.state import ReplicationState
 from pykv.scripting import functions
 from pykv.server.command_table import TABLE, CommandTable
@@ -42,6 +43,7 @@ def build_server(config: Config | None = None) -> Server:
     server = Server(config, load_commands())
     server.repl = ReplicationState()
     replication_master.install(server)  # server.replicas: SYNC/PSYNC, the stream, WAIT
+    role.install(server)  # server.master_link: REPLICAOF, the replicaof config
     server.acl = acl.install(server)
     server.functions = functions.install(server)
     server.info_sampler = info.install(server)

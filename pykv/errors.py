@@ -319,3 +319,20 @@ def replconf_ip_too_long(length: int) -> ErrorReply:
 
 def rdb_filter_unsupported(option: bytes) -> ErrorReply:
     return ErrorReply(b"ERR Unsupported rdb-filter-only option: " + option)
+
+# -- replication (the replica side) ------------------------------------------------------------
+READONLY = ErrorReply(b"READONLY You can't write against a read only replica.")
+MASTERDOWN = ErrorReply(b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is "
+                        b"set to 'no'.")
+ALREADY_CONNECTED = b"OK Already connected to specified master"  # a status reply
+REPLICAOF_BY_REPLICA = ErrorReply(b"ERR Command is not valid when client is a replica.")
+UNBLOCKED_TO_REPLICA = ErrorReply(b"UNBLOCKED force unblock from blocking operation, instance "
+                                  b"state changed (master -> replica?)")
+NO_FAILOVER = ErrorReply(b"ERR No failover in progress.")
+FAILOVER_TIMEOUT = ErrorReply(b"ERR FAILOVER timeout must be greater than 0")
+FAILOVER_IN_PROGRESS = ErrorReply(b"ERR FAILOVER already in progress.")
+FAILOVER_ON_REPLICA = ErrorReply(b"ERR FAILOVER is not valid when server is a replica.")
+FAILOVER_NO_REPLICAS = ErrorReply(b"ERR FAILOVER requires connected replicas.")
+FAILOVER_FORCE = ErrorReply(b"ERR FAILOVER with force option requires both a timeout and "
+                            b"target HOST and IP.")
+INVALID_MASTER_PORT = ErrorReply(b"ERR Invalid master port")

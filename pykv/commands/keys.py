@@ -319,8 +319,8 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
         if flags & _EXPIRE_LT and current != -1 and when >= current:
             return 0
     c.server.dirty += 1
-    if when <= c.server.clock.ms:
-        db.delete(key)
+    if when <= c.server.clock.ms and getattr(c.server, "master_link", None) is None:
+        db.delete(key)  # already expired (never on a replica: its master's DEL follows)
         _event(c, "g", b"del", key)
         c.propagate_as([b"DEL", key])
     else:

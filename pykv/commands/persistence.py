@@ -121,8 +121,9 @@ def restore(c, argv):
     if ttl:
         when = ttl if absttl else db.clock.ms + ttl
     deleted = replace and db.delete(key)
-    if when >= 0 and when <= db.clock.ms:
-        # already expired: nothing is stored (a replaced key is just gone)
+    if when >= 0 and when <= db.clock.ms and getattr(c.server, "master_link", None) is None:
+        # already expired: nothing is stored (a replaced key is just gone; a replica
+        # stores it and waits for its master's DEL)
         if deleted:
             notify(c.server, "g", b"del", key, db.id)
             c.server.dirty += 1

@@ -88,8 +88,27 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         else:
             sha = engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
         entry = engine.scripts[sha]
+    server = c.server
+    if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
+        err = _replica_refusal(server, entry[0])
+        if err is not None:
+            return err
     ctx = RunContext(c, sha, read_only or entry[2], False, name)
     return engine.run(ctx, entry[1], numkeys, argv[3:])
+
+
+def _replica_refusal(server, body: bytes):
+    """What a replica refuses before a script runs, as Redis's processCommand and
+    scriptPrepareForRun do: a shebang script without ``no-writes`` on a read-only
+    replica, any script without ``allow-stale`` while the link is down and stale
+    serving is off."""
+    shebang = parse_shebang(body)
+    flags = shebang[0] if shebang is not None else None
+    if flags is not None and b"no-writes" not in flags and server.replica_read_only:
+        return errors.READONLY
+    if server.replica_deny_stale and (flags is None or b"allow-stale" not in flags):
+        return errors.MASTERDOWN
+    return None
 
 
 @command("eval")

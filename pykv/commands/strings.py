@@ -231,7 +231,8 @@ def getex(c, argv):
     when = expire_ms(c, expire[0], expire[1], "getex") if expire is not None else 0
     db = c.db
     reply = _reply(value)
-    if flags & (EXAT | PXAT) and when <= c.server.clock.ms:
+    if flags & (EXAT | PXAT) and when <= c.server.clock.ms and \
+            getattr(c.server, "master_link", None) is None:  # (a replica keeps it)
         db.delete(key)
         _changed(c, "g", b"del", key)
         c.propagate_as([b"DEL", key])

@@ -171,7 +171,7 @@ class RuntimeEffects:
         now = time.time()
         for client in list(self.server.clients.values()):
             if (client.blocked is None and not client.subscriptions and not client.monitor
-                    and now - client.last_interaction > timeout):
+                    and not client.is_master and now - client.last_interaction > timeout):
                 log.log(15, "Closing idle client")
                 client.close_now()
 

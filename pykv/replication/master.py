@@ -150,8 +150,8 @@ class Master:
         """The RDB aux fields that let a replica PSYNC after loading (rdbPopulateSaveInfo);
         a replica's link says them itself (its master's database) when it can."""
         link = getattr(self.server, "master_link", None)
-        if link is not None and hasattr(link, "save_info"):
-            return link.save_info()
+        if link is not None:  # pykv.replication.role.rdb_aux
+            return self.server.rdb_repl_aux()
         if self.repl.backlog is None:
             return None
         seldb = self.stream.seldb

@@ -414,6 +414,8 @@ class Engine:
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO
+            if server.replica_read_only and not (caller is not None and caller.is_master):
+                return TAG_ERROR, errors.READONLY.data  # a read-only replica
             if server.noreplicas_error is not None:  # min-replicas-to-write not met
                 return TAG_ERROR, server.noreplicas_error.data
             ctx.wrote = True

@@ -189,6 +189,10 @@ cdef class ServerCore:
     cdef public long long maxmemory  # the maxmemory config; when set, ``evictor`` runs
     cdef public object evictor  # pykv.server.evict.Evictor
     cdef public bint pre_command_oom  # over maxmemory before this command (scripts check it)
+    # a replica (pykv.replication.replica) keeps these two in step with its link and configs:
+    # writes refused (replica-read-only), non-stale commands refused (link down and
+    # replica-serve-stale-data no)
+    cdef public bint replica_read_only, replica_deny_stale
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -236,6 +240,18 @@ cdef bint _oom_refuses(ClientCore client, CommandCore cmd):
     return client.multi is not None and cmd.fullname not in ("discard", "quit", "reset")
 
 
+cdef bint _denies_stale(object multi, CommandCore cmd):
+    """Redis's is_denystale_command: a command without the ``stale`` flag, or EXEC of a
+    queue holding one."""
+    if not (<object>cmd).stale:
+        return True
+    if cmd.fullname == "exec" and multi:
+        for entry in multi:
+            if not (<object>entry[0]).stale:
+                return True
+    return False
+
+
 cdef bint _queues_a_write(object queued):
     """Whether a MULTI queue holds a write command (EXEC is then a write, for MISCONF)."""
     return _queues_flag(queued, False)
@@ -258,6 +274,7 @@ cdef class ClientCore:
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public long long woff  # the replication offset after this client's last write (WAIT)
+    cdef public bint is_master  # the client applying our master's stream (flag M)
     cdef public set channels, patterns, shard_channels
     cdef public double last_interaction
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
@@ -382,9 +399,16 @@ cdef class ClientCore:
                 cmd.is_write or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
             self.reject(server.noreplicas_error, cmd)
             return
+        if server.replica_read_only and not self.is_master and (
+                cmd.is_write or (cmd.fullname == "exec" and _queues_a_write(self.multi))):
+            self.reject(errors.READONLY, cmd)
+            return
         if self.resp == 2 and (self.channels or self.patterns or self.shard_channels) \
                 and not cmd.pubsub_ok:
             self.reject(errors.pubsub_context(cmd.fullname), cmd)
+            return
+        if server.replica_deny_stale and _denies_stale(self.multi, cmd):
+            self.reject(errors.MASTERDOWN, cmd)
             return
         if server.loading and not cmd.loading_ok and not self.replaying:
             self.reject(_LOADING, cmd)

@@ -200,15 +200,16 @@ class Blocking:
         self._detach(state)
         self._resume(client)
 
-    def unblock_client(self, client: Client, error: bool = False) -> bool:
-        """CLIENT UNBLOCK: answer as a timeout (or with the UNBLOCKED error); False if the
-        client was not blocked on keys."""
+    def unblock_client(self, client: Client, error: bool | ErrorReply = False) -> bool:
+        """CLIENT UNBLOCK: answer as a timeout (or with the UNBLOCKED error, or the error
+        given); False if the client was not blocked on keys."""
         state = client.blocked
         if not isinstance(state, BlockedState):
             return False
         if error:
-            client.add_reply(UNBLOCKED_ERROR)
-            self.server.count_error(UNBLOCKED_ERROR)
+            err = error if isinstance(error, ErrorReply) else UNBLOCKED_ERROR
+            client.add_reply(err)
+            self.server.count_error(err)
         else:
             client.add_reply(state.timeout_reply)
         self._detach(state)

@@ -89,6 +89,9 @@ class Evictor:
         limit = server.config.maxmemory
         if not limit or server.loading or server.busy_script is not None:
             return False
+        if getattr(server, "master_link", None) is not None \
+                and server.config.replica_ignore_maxmemory:
+            return False  # a replica leaves evictions to its master (isSafeToPerformEvictions)
         used = self.used_for_limit()
         if used <= limit:
             return False

@@ -80,5 +80,6 @@ def _declares_no_writes(server: Server, name: str, argv: list[bytes]) -> bool:
 
 def set_expiry_paused(server: Server, paused: bool) -> None:
     """Stop (or resume) deleting expired keys in every database."""
+    paused = paused or getattr(server, "master_link", None) is not None  # replica rule
     for db in server.dbs:
         db.expire_paused = paused

@@ -31,7 +31,7 @@ class Clock:
     expired" during that command sees the same instant (as Redis does within a command).
     """
 
-    __slots__ = ("ms", "sec", "no_touch")
+    __slots__ = ("ms", "sec", "no_touch", "master_view")
 
     def __init__(self) -> None:
         self.ms = now_ms()
@@ -39,6 +39,9 @@ class Clock:
         # set while a CLIENT NO-TOUCH client runs its commands: reads leave the access
         # clocks alone (TOUCH still touches, through ``Database.touch``)
         self.no_touch = False
+        # set while a replica applies its master's stream: no key is expired for the master
+        # (only its DELs remove keys; Redis's expireIfNeeded for the master client)
+        self.master_view = False
 
     def update(self) -> int:
         self.ms = ms = int(time.time() * 1000)
@@ -106,7 +109,7 @@ class Database:
             return None
         if self.expires:
             when = self.expires.get(key)
-            if when is not None and when <= self.clock.ms:
+            if when is not None and when <= self.clock.ms and not self.clock.master_view:
                 if not self.expire_paused:
                     self.expire_now(key)
                 return None
@@ -159,7 +162,7 @@ class Database:
 
     def expire_if_needed(self, key: bytes) -> bool:
         when = self.expires.get(key)
-        if when is not None and when <= self.clock.ms:
+        if when is not None and when <= self.clock.ms and not self.clock.master_view:
             if not self.expire_paused:
                 self.expire_now(key)
             return True

@@ -44,6 +44,7 @@ class RdbPersistence:
         self.loading_start = 0.0
         self.loading_total = 0  # bytes of the file being loaded, and how far we are
         self.loading_done = 0
+        self.last_aux: dict[bytes, bytes] = {}  # the AUX fields of the last RDB loaded
         self.loaded_keys = 0  # rdb_last_load_keys_loaded / _expired
         self.expired_keys = 0
         self.fork_usec = 0
@@ -309,10 +310,19 @@ class RdbPersistence:
                 data = fh.read()
         except FileNotFoundError:
             return False
+        start = time.monotonic()
+        # a replica keeps expired keys: its master's DELs remove them (Redis's rdbLoad)
+        yield from self.payload_steps(data, replace, skip_expired=getattr(
+            self.server, "master_link", None) is None)
+        log.info("DB loaded from disk: %.3f seconds", time.monotonic() - start)
+        return True
+
+    def payload_steps(self, data: bytes, replace: bool = True, skip_expired: bool = True):
+        """Load the RDB image ``data`` (a file's, or a master's full sync); yields the bytes
+        parsed so far between batches of keys and returns the RDB's ``RdbContents``."""
         server = self.server
         self.loading_start = time.time()
-        start = time.monotonic()
-        on_key = self.key_loader(replace, skip_expired=True)
+        on_key = self.key_loader(replace, skip_expired=skip_expired)
         self.loading_total = len(data)
         self.loading_done = 0
         steps = parse_steps(data, server.config, on_key,
@@ -325,6 +335,7 @@ class RdbPersistence:
                 break
             for _ in range(EVENT_ITERATIONS):  # accept, read, reply
                 yield self.loading_done
+        self.last_aux = contents.aux  # a replica's repl-id/repl-offset (PSYNC after restart)
         restore = getattr(server, "restore_function_libraries", None)
         if contents.functions and restore is not None:
             restore(contents.functions)
@@ -336,8 +347,7 @@ class RdbPersistence:
                         "skipped: %d.", count, expired, contents.empty_keys)
         else:
             log.info("Done loading RDB, keys loaded: %d, keys expired: %d.", count, expired)
-        log.info("DB loaded from disk: %.3f seconds", time.monotonic() - start)
-        return True
+        return contents
 
     def key_loader(self, replace: bool = True, skip_expired: bool = False):
         """The per-key callback of an RDB load (a dump or an AOF's RDB base): stores the key,
