@@ -126,7 +126,8 @@ def client_id(c, argv):
 
 @command("client|info")
 def client_info(c, argv):
-    return _text(c, client_info_line(c, c.server.commands.lookup_path("client|info")) + "\n")
+    return _text(c, client_info_line(c, c.server.commands.lookup_path("client|info"),
+                                        argv) + "\n")
 
 
 @command("client|list")
@@ -151,7 +152,8 @@ def client_list(c, argv):
     else:
         return errors.SYNTAX
     me = c.server.commands.lookup_path("client|list")
-    lines = "".join(client_info_line(x, me if x is c else None) + "\n" for x in clients)
+    lines = "".join((client_info_line(x, me, argv) if x is c else client_info_line(x)) + "\n"
+                    for x in clients)
     return _text(c, lines)
 
 

@@ -176,6 +176,9 @@ cdef class ServerCore:
     # some client class has an output buffer limit (pykv.server.output_limits)
     cdef public bint obuf_limits_on
     cdef public object output_limits
+    # maxmemory-clients is on: clients are measured after their I/O (pykv.server.client_evict)
+    cdef public bint client_evict_on
+    cdef public object client_evictor
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
     cdef public object loop
@@ -268,6 +271,8 @@ cdef class ClientCore:
         self.last_interaction = time.time()
         self.parser.feed(data)
         self.process_input()
+        if self.server.client_evict_on and self.server.client_evictor.check(self):
+            return
         self.flush()
 
     # -- processing --------------------------------------------------------------------
@@ -504,6 +509,8 @@ cdef class ClientCore:
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
             if self.server.obuf_limits_on and self.server.output_limits.check(self):
+                return
+            if self.server.client_evict_on and self.server.client_evictor.check(self):
                 return
         if self.closing and not self.closed:
             self.close_now()

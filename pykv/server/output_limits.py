@@ -81,10 +81,15 @@ class OutputLimits:
             return False
         log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer "
                     "limits.", client_info_line(client))
-        client.out = bytearray()
-        client.closing = True
-        client.closed = True
-        if client.conn is not None:
-            client.conn.abort()
-        self.server.remove_client(client)
+        drop_client(self.server, client)
         return True
+
+
+def drop_client(server: Any, client: Any) -> None:
+    """Close ``client`` at once, its unsent replies dropped (Redis's freeClient)."""
+    client.out = bytearray()
+    client.closing = True
+    client.closed = True
+    if client.conn is not None:
+        client.conn.abort()
+    server.remove_client(client)
