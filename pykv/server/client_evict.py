@@ -12,6 +12,10 @@ is under the limit; each is logged (``Evicting client: <CLIENT LIST line>``) and
 INFO ``evicted_clients``. ``CLIENT NO-EVICT on`` exempts a client (it still counts in the
 sum), as do being a master or a replica.
 
+Known difference: Redis checks before every command, pykv after each read batch and each
+write, so a client pipelining a burst is evicted once the burst's replies are buffered (it
+is evicted all the same; its last log line shows more of them).
+
 The cron also keeps INFO's ``client_recent_max_input_buffer``/``output_buffer``: the
 biggest query-buffer and reply-list figures seen in each of the last 8 seconds.
 """
@@ -21,7 +25,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.server.client_info import client_info_line
+from pykv.server.client_info import client_info_line, client_type
 from pykv.server.client_memory import ClientMemory, client_memory
 from pykv.server.output_limits import drop_client
 
@@ -44,8 +48,7 @@ def bucket_of(mem: int) -> int:
 
 def counted(c: Any) -> bool:
     """Whether ``c`` is a normal or pub/sub client (what mem_clients_normal sums)."""
-    return not getattr(c, "is_master", False) and not (
-        getattr(c, "is_replica", False) and not c.monitor)
+    return client_type(c) in ("normal", "pubsub")
 
 
 def evictable(c: Any) -> bool:

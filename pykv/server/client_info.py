@@ -12,6 +12,19 @@ from typing import Any
 from pykv.server.client_memory import client_memory
 
 
+def client_type(c: Any) -> str:
+    """Redis's getClientType: ``master``, ``slave`` (a replica, unless it is a MONITOR),
+    ``pubsub`` or ``normal`` (CLIENT LIST TYPE, CLIENT KILL TYPE, the output-limit classes,
+    what client memory is summed as)."""
+    if getattr(c, "is_master", False):
+        return "master"
+    if getattr(c, "is_replica", False) and not c.monitor:
+        return "slave"
+    if c.subscriptions:
+        return "pubsub"
+    return "normal"
+
+
 def client_flags(c: Any) -> str:
     flags = ""
     if c.monitor:

@@ -16,10 +16,12 @@ from them:
 * pykv writes one reply batch at a time, so what Redis would keep in its reply list is the
   transport's unsent bytes plus the batch beyond ``rbs``, counted as 16 KB blocks.
 
-Allocator-dependent parts (the struct's size class, a greedy query buffer's exact size, the
-size of blocks holding replies bigger than 16 KB, a pub/sub table's slots after
-unsubscribing, tracking prefixes) are approximations; the idle and fresh clients' figures
-are Redis's to the byte.
+Allocator- and history-dependent parts are approximations: the struct's size class, a
+greedy query buffer's exact size, a big bulk's ``qbuf-free``, the reply list's block count
+(``oll``: Redis sizes a block to a reply bigger than 16 KB, pykv counts 16 KB blocks, so
+``omem`` agrees within a few percent while ``oll`` does not), a pub/sub table's slots while
+it rehashes or after unsubscribing, and tracking prefixes (not counted). Fresh, idle,
+MULTI, WATCH and subscribed clients' figures are Redis's to the byte.
 """
 from __future__ import annotations
 

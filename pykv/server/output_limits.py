@@ -18,7 +18,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.server.client_info import client_info_line
+from pykv.server.client_info import client_info_line, client_type
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -26,13 +26,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykv")
 
 
+# client type -> limit class (a master's output is limited as a normal client's, as Redis's
+# checkClientOutputBufferLimits has it)
+_CLASS_OF_TYPE = {"normal": "normal", "pubsub": "pubsub", "slave": "replica", "master": "normal"}
+
+
 def client_class(client: Any) -> str:
-    """The limit class of ``client`` (Redis's getClientType)."""
-    if getattr(client, "is_replica", False) and not client.monitor:
-        return "replica"
-    if client.subscriptions:
-        return "pubsub"
-    return "normal"
+    """The limit class of ``client``, from its type (``client_info.client_type``): replicas
+    get the ``replica`` class as soon as the replication code marks them ``is_replica``."""
+    return _CLASS_OF_TYPE[client_type(client)]
 
 
 def unsent_bytes(client: Any) -> int:

@@ -109,6 +109,7 @@ def test_output_limit_class_comes_from_the_client_type():
     assert client_class(fake_client(channels={b"x"})) == "pubsub"
     assert client_class(fake_client(is_replica=True)) == "replica"
     assert client_class(fake_client(is_replica=True, monitor=True)) == "normal"
+    assert client_class(fake_client(is_master=True)) == "normal"  # as Redis limits a master
 
 
 def test_replica_clients_get_the_replica_limit():
