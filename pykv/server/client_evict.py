@@ -157,7 +157,7 @@ class ClientsMemory:
                 if self.total < limit:
                     return
                 c = clients.get(cid)
-                if c is None or c.closed:
+                if c is None or c.closed or not evictable(c):  # (NO-EVICT since measured)
                     self.buckets.pop(cid, None)
                     continue
                 self._evict_one(c)

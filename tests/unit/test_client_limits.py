@@ -8,7 +8,7 @@ import pytest
 
 from pykv.config import Config
 from pykv.protocol import RequestParser
-from pykv.server.client_evict import bucket_of, counted, evictable
+from pykv.server.client_evict import ClientsMemory, bucket_of, counted, evictable
 from pykv.server.client_memory import (
     CLIENT_STRUCT,
     EMPTY_SDS,
@@ -21,8 +21,13 @@ from pykv.server.output_limits import OutputLimits, client_class
 
 
 class FakeConn:
+    type_name = "tcp"
+
     def __init__(self, pending: int = 0) -> None:
         self.pending = pending
+
+    def fd(self) -> int:
+        return 7
 
     def pending_write_bytes(self) -> int:
         return self.pending
@@ -34,7 +39,10 @@ def fake_client(**kw) -> SimpleNamespace:
         parser=RequestParser(), out=bytearray(), conn=FakeConn(), buf_size=16384,
         net_in=0, last_interaction=now, multi=None, watched=set(), channels=set(),
         patterns=set(), shard_channels=set(), blocked=None, monitor=False, no_evict=False,
-        id=1, obuf_soft_since=0.0)
+        id=1, obuf_soft_since=0.0, last_cmd=None, tracking=None, name=b"", created=now,
+        addr="127.0.0.1:1", laddr="127.0.0.1:2", db_index=0, user="default", resp=2,
+        buf_peak=0, closing=False, closed=False, paused=False, watch_dirty=False,
+        no_touch=False, server=SimpleNamespace(pause_active=False))
     for k, v in kw.items():
         setattr(c, k, v)
     c.subscriptions = len(c.channels) + len(c.patterns) + len(c.shard_channels)
@@ -124,3 +132,63 @@ def test_replica_clients_get_the_replica_limit():
     normal = fake_client(conn=FakeConn(pending=big))
     assert limits.over_limit(replica)
     assert not limits.over_limit(normal)  # the normal class has no limit by default
+
+
+class FakeServer(SimpleNamespace):
+    def remove_client(self, c) -> None:
+        self.clients.pop(c.id, None)
+        for hook in self.client_close_hooks:
+            hook(c)
+
+
+def _evicting_server(limit: str) -> tuple[FakeServer, ClientsMemory]:
+    config = Config()
+    config.set("maxmemory-clients", limit)
+    server = FakeServer(config=config, clients={}, client_close_hooks=[], loop=None,
+                        client_evict_on=False, add_cron=lambda hook: None)
+    return server, ClientsMemory(server)
+
+
+class AbortConn(FakeConn):
+    aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def _add(server: FakeServer, mem: ClientsMemory, cid: int, pending: int,
+         no_evict: bool = False) -> None:
+    c = fake_client(id=cid, net_in=1, conn=AbortConn(pending=pending), no_evict=no_evict,
+                    closing=False, closed=False)
+    server.clients[cid] = c
+    mem.update(c)
+
+
+def test_eviction_takes_the_biggest_first():
+    server, mem = _evicting_server("300000")
+    assert server.client_evict_on and mem.limit() == 300_000
+    for cid, pending in {1: 10_000, 2: 150_000, 3: 60_000, 4: 20_000}.items():
+        _add(server, mem, cid, pending)
+    assert mem.total == sum(client_memory(c).tot_mem for c in server.clients.values())
+    mem.evict()
+    assert sorted(server.clients) == [1, 3, 4]  # the biggest alone brought it under
+    assert server.stat_evicted_clients == 1 and server.client_close_hooks
+    assert mem.total == sum(client_memory(c).tot_mem for c in server.clients.values())
+
+
+def test_eviction_spares_no_evict_clients():
+    server, mem = _evicting_server("200kb")
+    for cid, pending in {1: 10_000, 2: 150_000, 3: 60_000}.items():
+        _add(server, mem, cid, pending)
+    _add(server, mem, 4, 300_000, no_evict=True)  # over the limit by itself
+    mem.evict()
+    assert sorted(server.clients) == [4]
+    assert server.stat_evicted_clients == 3
+
+
+def test_percent_limit_follows_maxmemory():
+    server, mem = _evicting_server("10%")
+    assert mem.limit() == 0 and not server.client_evict_on  # no maxmemory: off
+    server.config.set("maxmemory", "10mb")
+    mem._on_config(None)
+    assert mem.limit() == (10 << 20) // 10 and server.client_evict_on
