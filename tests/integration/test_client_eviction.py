@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import time
 
+import pytest
 from support.resp import RawClient, encode_command
 from support.servers import server_pair
 
@@ -122,5 +123,12 @@ def test_off_by_default_keeps_big_clients():
         assert info["evicted_clients"] == "0"
         mem = _info(admin, "memory")
         assert int(mem["mem_clients_normal"]) > 1_000_000  # the unread replies count
+        clients = _info(admin, "clients")
+        assert int(clients["client_recent_max_output_buffer"]) > 1_000_000
+        assert int(clients["client_recent_max_input_buffer"]) >= 20480  # a read's 16 KB room
+        listing = admin.call("CLIENT", "LIST").decode()
+        tot = sum(int(w[8:]) for w in listing.split() if w.startswith("tot-mem="))
+        assert int(mem["mem_clients_normal"]) == pytest.approx(tot, rel=0.1)  # cron-fresh
+        assert int(mem["used_memory"]) > int(mem["mem_clients_normal"])
         sock.close()
         admin.close()
