@@ -20,6 +20,7 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
+from cpython.bytearray cimport PyByteArray_GET_SIZE
 from libc.stdlib cimport calloc, free
 
 from pykv import errors
@@ -258,6 +259,8 @@ cdef class ClientCore:
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
     cdef public Py_ssize_t buf_size, buf_peak
     cdef public long long buf_peak_reset_ms
+    # the output buffer's length when client eviction last measured this client
+    cdef public Py_ssize_t evict_checked_out
 
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
@@ -294,6 +297,13 @@ cdef class ClientCore:
             if argv is None:
                 break
             self.execute(argv)
+            # Redis checks client eviction before every command; pykv once a pipeline's
+            # replies have grown by a reply block since the last measure
+            if self.server.client_evict_on and \
+                    PyByteArray_GET_SIZE(self.out) > self.evict_checked_out + 16384:
+                self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
+                if self.server.client_evictor.check(self):
+                    return
         if parser.buffered() > self.server.config.client_query_buffer_limit:
             self.log_query_buffer_overflow()
             self.closing = True
@@ -505,6 +515,7 @@ cdef class ClientCore:
             if n > self.buf_peak:
                 self.buf_peak = n if n < self.buf_size else self.buf_size
             self.out = bytearray()
+            self.evict_checked_out = 0
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)

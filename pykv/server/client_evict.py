@@ -3,8 +3,8 @@
 Redis keeps each client's last measured memory (``pykv.server.client_memory``) and their
 sum over normal and pub/sub clients (INFO ``mem_clients_normal``; replicas and masters are
 ``mem_clients_slaves``). The cron measures every client again; while client eviction is on
-an evictable client is also measured after each read batch and as its replies are handed
-to its transport. Evictable clients sit in memory buckets by the power of two of their
+an evictable client is also measured after each read batch, while a pipeline's replies
+grow, and as its replies are handed to its transport. Evictable clients sit in memory buckets by the power of two of their
 memory (32 KB and below in the first, 8 GB and above in the last). When the sum reaches
 the limit (``maxmemory-clients``: bytes, or ``N%`` of ``maxmemory``), clients are closed
 from the biggest bucket down, those in a bucket in the order they entered it, until the sum
@@ -12,9 +12,9 @@ is under the limit; each is logged (``Evicting client: <CLIENT LIST line>``) and
 INFO ``evicted_clients``. ``CLIENT NO-EVICT on`` exempts a client (it still counts in the
 sum), as do being a master or a replica.
 
-Known difference: Redis checks before every command, pykv after each read batch and each
-write, so a client pipelining a burst is evicted once the burst's replies are buffered (it
-is evicted all the same; its last log line shows more of them).
+Redis checks before every command; pykv after each read batch and each write, and within
+a pipeline each time the replies have grown by 16 KB since the last measure, so a client
+pipelining big replies is evicted about when Redis would evict it.
 
 The cron also keeps INFO's ``client_recent_max_input_buffer``/``output_buffer``: the
 biggest query-buffer and reply-list figures seen in each of the last 8 seconds.

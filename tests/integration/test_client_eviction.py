@@ -132,3 +132,45 @@ def test_off_by_default_keeps_big_clients():
         assert int(mem["used_memory"]) > int(mem["mem_clients_normal"])
         sock.close()
         admin.close()
+
+
+def _evicted_omem(port: int, read_log) -> int:
+    admin = RawClient(port=port)
+    admin.call("CLIENT", "NO-EVICT", "on")
+    admin.call("SET", "big", VALUE)
+    admin.call("CONFIG", "SET", "maxmemory-clients", "1mb")
+    sock = _silent(port)
+    sock.sendall(encode_command("GET", "big") * 200)  # one burst: 20 MB of replies
+    try:
+        deadline = time.monotonic() + 10
+        while "Evicting client: " not in (text := read_log()):
+            assert time.monotonic() < deadline, "no client evicted"
+            time.sleep(0.05)
+        line = next(x for x in text.splitlines() if "Evicting client: " in x)
+        return int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+    finally:
+        sock.close()
+        admin.call("CONFIG", "SET", "maxmemory-clients", "0")
+        admin.close()
+
+
+def test_a_pipelined_burst_is_evicted_early(tmp_path):
+    """Redis checks before each command, so a client pipelining big GETs is evicted about
+    when its replies pass the limit, not after the whole burst; pykv measures as the
+    burst's replies grow."""
+    from support.servers import RealRedis
+
+    from pykv.testing import Server
+
+    log = tmp_path / "redis.log"
+    real = RealRedis(extra=["--logfile", str(log)])
+    try:
+        with Server() as ours:
+            real_omem = _evicted_omem(real.port, lambda: log.read_text()
+                                      if log.exists() else "")
+            ours_omem = _evicted_omem(ours.port, ours.log)
+    finally:
+        real.stop()
+    print(f"omem when evicted: redis {real_omem} pykv {ours_omem}")
+    assert real_omem < 3 << 20
+    assert ours_omem < 2 * real_omem + (256 << 10), (real_omem, ours_omem)
