@@ -259,7 +259,7 @@ cdef class ClientCore:
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
     cdef public Py_ssize_t buf_size, buf_peak
     cdef public long long buf_peak_reset_ms
-    # the output buffer's length when client eviction last measured this client
+    # the output buffer's length when its limits (output, eviction) were last checked
     cdef public Py_ssize_t evict_checked_out
 
     # -- transport callbacks -----------------------------------------------------------
@@ -297,12 +297,12 @@ cdef class ClientCore:
             if argv is None:
                 break
             self.execute(argv)
-            # Redis checks client eviction before every command; pykv once a pipeline's
-            # replies have grown by a reply block since the last measure
-            if self.server.client_evict_on and \
+            # Redis checks output limits as replies are added and client eviction before
+            # every command; pykv once a pipeline's replies grew by a reply block
+            if (self.server.client_evict_on or self.server.obuf_limits_on) and \
                     PyByteArray_GET_SIZE(self.out) > self.evict_checked_out + 16384:
                 self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
-                if self.server.client_evictor.check(self):
+                if self.limits_reached():
                     return
         if parser.buffered() > self.server.config.client_query_buffer_limit:
             self.log_query_buffer_overflow()
@@ -496,6 +496,14 @@ cdef class ClientCore:
         elif self.reply_mode == 3:  # REPLY_SKIP: this reply is the skipped one
             self.reply_mode = 0
 
+    def limits_reached(self):
+        """Check the output buffer limit, then client eviction; True if this client was
+        closed by either."""
+        server = self.server
+        if server.obuf_limits_on and server.output_limits.check(self):
+            return True
+        return server.client_evict_on and server.client_evictor.check(self)
+
     def flush(self):
         """Send this client's replies, or, when commands have left AOF data to write,
         queue them for the end of this loop iteration: then the AOF is written (and fsynced
@@ -519,9 +527,8 @@ cdef class ClientCore:
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
-            if self.server.obuf_limits_on and self.server.output_limits.check(self):
-                return
-            if self.server.client_evict_on and self.server.client_evictor.check(self):
+            if (self.server.obuf_limits_on or self.server.client_evict_on) \
+                    and self.limits_reached():
                 return
         if self.closing and not self.closed:
             self.close_now()

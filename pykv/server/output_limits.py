@@ -9,7 +9,8 @@ pending output is dropped and Redis's warning is logged with the client's CLIENT
 
 Redis checks when a reply is added; pykv checks when a reply batch is handed to the
 transport (``ClientCore.write_out``), which is where a non-reading client's output grows,
-and for each pub/sub delivery. The dispatcher tests one C flag (``obuf_limits_on``), kept
+for each pub/sub delivery, and within a pipeline each time its replies grew by 16 KB (so a
+burst of big replies is closed near the limit, as in Redis). The dispatcher tests one C flag (``obuf_limits_on``), kept
 true only while some class has a limit, so unlimited servers pay nothing.
 """
 from __future__ import annotations

@@ -117,3 +117,28 @@ def test_pubsub_class_applies_to_subscribers(real_redis, pykv_proc):
         admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 32mb 8mb 60")
         sub.close()
         admin.close()
+
+
+def test_a_pipelined_burst_is_closed_at_the_limit(pykv_proc):
+    """Redis checks the limit as each reply is added: a 3 KB burst of 200 GETs of 100 KB is
+    closed near 1 MB, not after buffering 20 MB of replies."""
+    admin = RawClient(port=pykv_proc.port)
+    admin.call("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0")
+    admin.call("SET", "big", VALUE)
+    since = pykv_proc.log_size()
+    sock = _silent_client(pykv_proc.port)
+    try:
+        _send_gets(sock, 200)
+        deadline = time.monotonic() + 10
+        while "overcoming of output buffer limits" not in pykv_proc.log(since=since):
+            assert time.monotonic() < deadline, pykv_proc.log(since=since)
+            time.sleep(0.05)
+        line = next(x for x in pykv_proc.log(since=since).splitlines()
+                    if "output buffer limits" in x)
+        omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+        assert omem < 2 << 20, line
+    finally:
+        sock.close()
+        admin.call("CONFIG", "SET", "client-output-buffer-limit",
+                   "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+        admin.close()
