@@ -89,15 +89,20 @@ def test_normal_class_as_redis(real_redis, pykv_proc, case):
     assert pykv_closed == redis_closed, f"pykv closed={pykv_closed}, redis closed={redis_closed}"
 
 
+def _limit_log_line(server, since: int, timeout: float = 10) -> str:
+    """The output-limit warning pykv logged after ``since`` (waits for it, bounded)."""
+    deadline = time.monotonic() + timeout
+    while "overcoming of output buffer limits" not in server.log(since=since):
+        assert time.monotonic() < deadline, server.log(since=since)
+        time.sleep(0.05)
+    return next(x for x in server.log(since=since).splitlines()
+                if "output buffer limits" in x)
+
+
 def test_log_line_names_the_client(pykv_proc):
     since = pykv_proc.log_size()
     assert _run(pykv_proc.port, "normal 1mb 0 0", 40, 0.0)
-    deadline = time.monotonic() + 5
-    while "overcoming of output buffer limits" not in pykv_proc.log(since=since):
-        assert time.monotonic() < deadline, pykv_proc.log(since=since)
-        time.sleep(0.05)
-    line = next(x for x in pykv_proc.log(since=since).splitlines()
-                if "output buffer limits" in x)
+    line = _limit_log_line(pykv_proc, since)
     # Redis's text with the client's CLIENT LIST line in it
     assert " # Client id=" in line and " addr=127.0.0.1:" in line and " cmd=get " in line, line
     assert line.endswith("scheduled to be closed ASAP for overcoming of output buffer limits.")
@@ -129,12 +134,7 @@ def test_a_pipelined_burst_is_closed_at_the_limit(pykv_proc):
     sock = _silent_client(pykv_proc.port)
     try:
         _send_gets(sock, 200)
-        deadline = time.monotonic() + 10
-        while "overcoming of output buffer limits" not in pykv_proc.log(since=since):
-            assert time.monotonic() < deadline, pykv_proc.log(since=since)
-            time.sleep(0.05)
-        line = next(x for x in pykv_proc.log(since=since).splitlines()
-                    if "output buffer limits" in x)
+        line = _limit_log_line(pykv_proc, since)
         omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
         assert omem < 2 << 20, line
     finally:
