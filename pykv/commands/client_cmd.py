@@ -13,7 +13,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, Verbatim
-from pykv.server.client_info import client_info_line
+from pykv.server.client_info import client_info_line, client_type
 
 # CLIENT REPLY modes (same numbers as pykv.server.client)
 _REPLY_ON, _REPLY_OFF, _REPLY_SKIP_NEXT = 0, 1, 2
@@ -90,15 +90,6 @@ def validate_client_name(name: bytes) -> ErrorReply | None:
 
 
 # -- describing clients -----------------------------------------------------------------------
-def client_type(c: Any) -> str:
-    """Redis's getClientType: master, replica (not monitors), pubsub or normal."""
-    if getattr(c, "is_master", False):
-        return "master"
-    if getattr(c, "is_replica", False) and not c.monitor:
-        return "slave"
-    if c.subscriptions:
-        return "pubsub"
-    return "normal"
 
 
 def _type_by_name(name: bytes) -> str | None:
@@ -126,7 +117,8 @@ def client_id(c, argv):
 
 @command("client|info")
 def client_info(c, argv):
-    return _text(c, client_info_line(c, c.server.commands.lookup_path("client|info")) + "\n")
+    return _text(c, client_info_line(c, c.server.commands.lookup_path("client|info"),
+                                        argv) + "\n")
 
 
 @command("client|list")
@@ -151,7 +143,8 @@ def client_list(c, argv):
     else:
         return errors.SYNTAX
     me = c.server.commands.lookup_path("client|list")
-    lines = "".join(client_info_line(x, me if x is c else None) + "\n" for x in clients)
+    lines = "".join((client_info_line(x, me, argv) if x is c else client_info_line(x)) + "\n"
+                    for x in clients)
     return _text(c, lines)
 
 

@@ -219,9 +219,9 @@ def _clients(server: Any) -> Fields:
         ("connected_clients", len(clients)),
         ("cluster_connections", 0),
         ("maxclients", server.config.maxclients),
-        ("client_recent_max_input_buffer", max((c.parser.buffered() for c in clients),
-                                               default=0)),
-        ("client_recent_max_output_buffer", max((len(c.out) for c in clients), default=0)),
+        # the cron's peaks over the last 8 seconds (pykv.server.client_evict)
+        ("client_recent_max_input_buffer", server.client_evictor.recent_max_input()),
+        ("client_recent_max_output_buffer", server.client_evictor.recent_max_output()),
         ("blocked_clients", getattr(server, "blocked_count", 0) + len(server.postponed)),
         ("tracking_clients", sum(1 for c in clients if c.tracking)),
         ("clients_in_timeout_table", getattr(blocking, "timeout_count", 0)),
@@ -239,9 +239,11 @@ def _memory(server: Any) -> Fields:
     total = _total_memory()
     maxmemory = server.config.maxmemory
     startup = getattr(server, "startup_rss", used)
-    dataset = max(0, used - startup)
     master = getattr(server, "replicas", None)
     repl_mem = master.memory() if master is not None else (0, 0)
+    clients = server.client_evictor.total + server.client_evictor.slaves_total
+    overhead = min(used, startup + clients + repl_mem[0])
+    dataset = used - overhead
     return [
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
@@ -250,7 +252,7 @@ def _memory(server: Any) -> Fields:
         ("used_memory_peak", peak),
         ("used_memory_peak_human", human_bytes(peak)),
         ("used_memory_peak_perc", f"{used * 100 / peak if peak else 100:.2f}%"),
-        ("used_memory_overhead", min(used, startup)),
+        ("used_memory_overhead", overhead),
         ("used_memory_startup", startup),
         ("used_memory_dataset", dataset),
         ("used_memory_dataset_perc", f"{dataset * 100 / used if used else 0:.2f}%"),
@@ -286,8 +288,8 @@ def _memory(server: Any) -> Fields:
         ("mem_not_counted_for_evict", evict.aof_buffer(server)),
         ("mem_replication_backlog", repl_mem[0]),
         ("mem_total_replication_buffers", repl_mem[0] + repl_mem[1]),
-        ("mem_clients_slaves", repl_mem[1]),
-        ("mem_clients_normal", evict.client_buffers(server)),
+        ("mem_clients_slaves", server.client_evictor.slaves_total),
+        ("mem_clients_normal", server.client_evictor.total),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", 0),
         ("mem_allocator", "libc"),
@@ -351,7 +353,7 @@ def _stats(server: Any) -> Fields:
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
         ("evicted_keys", getattr(server, "stat_evicted_keys", 0)),
-        ("evicted_clients", 0),
+        ("evicted_clients", server.stat_evicted_clients),
         ("total_eviction_exceeded_time", 0),
         ("current_eviction_exceeded_time", 0),
         ("keyspace_hits", server.stat_keyspace_hits),

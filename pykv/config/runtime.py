@@ -285,6 +285,7 @@ TLS_CONTEXT_SETTINGS = (
     "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file",
     "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers",
     "tls-prefer-server-ciphers", "tls-session-caching", "tls-dh-params-file",
+    "tls-ciphersuites", "tls-session-cache-size", "tls-session-cache-timeout",
 )
 
 

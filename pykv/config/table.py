@@ -253,7 +253,7 @@ ENTRIES: list[ConfigEntry] = [
     _e("client-output-buffer-limit", OBUF_LIMIT, {
         "normal": (0, 0, 0), "replica": (256 << 20, 64 << 20, 60),
         "pubsub": (32 << 20, 8 << 20, 60)}),
-    _e("maxmemory-clients", MEMORY, 0, min=-100, max=LLONG_MAX, flags=_f("percent", "compat")),
+    _e("maxmemory-clients", MEMORY, 0, min=-100, max=LLONG_MAX, flags=_f("percent")),
     _e("tracking-table-max-keys", INT, 1000000, min=0, max=LLONG_MAX),
     _e("aclfile", STRING, "", immutable=True),
     _e("acllog-max-len", INT, 128, min=0, max=LLONG_MAX),
@@ -373,14 +373,14 @@ ENTRIES: list[ConfigEntry] = [
     _e("tls-ca-cert-dir", STRING, "", flags=_f("nullable")),
     _e("tls-protocols", STRING, "", flags=_f("nullable")),
     _e("tls-ciphers", STRING, "", flags=_f("nullable")),
-    _e("tls-ciphersuites", STRING, "", flags=_f("nullable", "compat")),
+    _e("tls-ciphersuites", STRING, "", flags=_f("nullable")),
     _e("tls-auth-clients", ENUM, "yes", choices=("no", "yes", "optional")),
     _e("tls-replication", BOOL, False, flags=COMPAT),
     _e("tls-cluster", BOOL, False, flags=COMPAT),
     _e("tls-prefer-server-ciphers", BOOL, False),
     _e("tls-session-caching", BOOL, True),
-    _e("tls-session-cache-size", INT, 20480, min=0, max=INT_MAX, flags=COMPAT),
-    _e("tls-session-cache-timeout", INT, 300, min=0, max=INT_MAX, flags=COMPAT),
+    _e("tls-session-cache-size", INT, 20480, min=0, max=INT_MAX),
+    _e("tls-session-cache-timeout", INT, 300, min=0, max=INT_MAX),
 ]
 
 BY_NAME: dict[str, ConfigEntry] = {}

@@ -8,10 +8,16 @@ byte to ``data_received`` at once, so nothing waits in a TLS buffer between loop
 ``tls_context(config)`` builds the server context Redis's ``tlsConfigure`` would: the
 certificate and key (``tls-cert-file``, ``tls-key-file``, ``tls-key-file-pass``), the CAs that
 verify clients (``tls-ca-cert-file``, ``tls-ca-cert-dir``), ``tls-auth-clients yes|no|optional``,
-``tls-protocols``, ``tls-ciphers``, ``tls-prefer-server-ciphers``, ``tls-session-caching``
-(session tickets) and ``tls-dh-params-file``. Python's ``ssl`` has no call for TLS 1.3
-cipher suites, the session cache size or its timeout: ``tls-ciphersuites``,
-``tls-session-cache-size`` and ``tls-session-cache-timeout`` are kept as settings only.
+``tls-protocols``, ``tls-ciphers``, ``tls-prefer-server-ciphers``, ``tls-dh-params-file``,
+and, through the OpenSSL calls Python's ``ssl`` lacks (``pykv.net.tls_native``),
+``tls-ciphersuites`` (TLS 1.3 suites) and the session cache (``tls-session-caching``,
+``tls-session-cache-size``, ``tls-session-cache-timeout``). As in Redis, session tickets stay
+on either way (OpenSSL's default), so clients resume sessions even without the cache.
+
+Each accepted connection does its handshake through ``loop.start_tls`` (the same TLS
+transport ``create_server(ssl=...)`` uses), so that a failed handshake reaches us and is
+logged as Redis logs it: ``Error accepting a client connection: error:0A00010B:SSL
+routines::wrong version number``.
 
 A listener keeps its sockets; ``reload`` (CONFIG SET of a ``tls-*`` setting) re-serves the
 same sockets with a new context, so new connections use the new certificates while
@@ -23,8 +29,10 @@ import asyncio
 import logging
 import socket
 import ssl
+import warnings
 from typing import Any
 
+from pykv.net import tls_native
 from pykv.net.base import AcceptFn, ConnectionType, Listener, ListenerSpec
 from pykv.net.stream import StreamConnection
 from pykv.net.tcp import bind_sockets
@@ -33,6 +41,8 @@ log = logging.getLogger("pykv")
 
 _PROTOCOLS = {"tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
               "tlsv1.2": ssl.TLSVersion.TLSv1_2, "tlsv1.3": ssl.TLSVersion.TLSv1_3}
+_NO_PROTOCOL = {"tlsv1": ssl.OP_NO_TLSv1, "tlsv1.1": ssl.OP_NO_TLSv1_1,
+                "tlsv1.2": ssl.OP_NO_TLSv1_2, "tlsv1.3": ssl.OP_NO_TLSv1_3}
 _VERIFY = {"yes": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "no": ssl.CERT_NONE}
 
 
@@ -44,6 +54,24 @@ def _setting(config: Any, spec: ListenerSpec | None, name: str, option: str) -> 
     if spec is not None and option in spec.options:
         return spec.options[option]
     return getattr(config, name.replace("-", "_"))
+
+
+# a --listener tls,... option: the tls-* setting it stands for
+LISTENER_OPTIONS = {"cert": "tls-cert-file", "key": "tls-key-file", "ca": "tls-ca-cert-file",
+                    "ca-dir": "tls-ca-cert-dir", "auth-clients": "tls-auth-clients"}
+
+
+def check_listener_options(spec: ListenerSpec) -> None:
+    """Refuse options a TLS listener does not know, or values it cannot take (ValueError,
+    as a bad listener of any type fails the start)."""
+    for option in spec.options:
+        if option not in LISTENER_OPTIONS:
+            raise ValueError(f"unknown tls listener option '{option}' (known: "
+                             f"{', '.join(LISTENER_OPTIONS)})")
+    auth = spec.options.get("auth-clients")
+    if auth is not None and auth.lower() not in _VERIFY:
+        raise ValueError(f"tls listener option auth-clients must be one of yes, no, "
+                         f"optional (not '{auth}')")
 
 
 def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext:
@@ -80,10 +108,14 @@ def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext
             ctx.set_ciphers(config.tls_ciphers)
         except ssl.SSLError:
             raise TlsConfigError(f"Failed to configure ciphers: {config.tls_ciphers}") from None
+    if config.tls_ciphersuites and not tls_native.set_ciphersuites(ctx, config.tls_ciphersuites):
+        raise TlsConfigError(f"Failed to configure ciphersuites: {config.tls_ciphersuites}")
     if config.tls_prefer_server_ciphers:
         ctx.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
-    if not config.tls_session_caching:
-        ctx.options |= ssl.OP_NO_TICKET
+    if not tls_native.set_session_cache(ctx, config.tls_session_caching,
+                                        config.tls_session_cache_size,
+                                        config.tls_session_cache_timeout):
+        log.debug("TLS session cache settings not applied: OpenSSL is out of reach")
     if config.tls_dh_params_file:
         try:
             ctx.load_dh_params(config.tls_dh_params_file)
@@ -94,24 +126,87 @@ def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext
 
 
 def _apply_protocols(ctx: ssl.SSLContext, text: str) -> None:
-    """``tls-protocols "TLSv1.2 TLSv1.3"``: the lowest and highest named versions."""
-    if not text:
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2  # Redis's default: TLSv1.2 and up
-        return
-    versions = []
-    for word in text.split():
-        version = _PROTOCOLS.get(word.lower())
-        if version is None:
+    """``tls-protocols "TLSv1.2 TLSv1.3"`` (default: those two), switched off one by one
+    with OpenSSL's ``SSL_OP_NO_*`` flags as Redis does: a version floor set instead makes
+    OpenSSL wait for a whole record from a client that does not speak TLS, where Redis
+    fails its handshake at once."""
+    wanted = set()
+    for word in (text or "TLSv1.2 TLSv1.3").split():
+        if word.lower() not in _PROTOCOLS:
             raise TlsConfigError("Invalid tls-protocols specified. Use a combination of "
                                  "'TLSv1', 'TLSv1.1', 'TLSv1.2' and 'TLSv1.3'.")
-        versions.append(version)
-    ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
+        wanted.add(word.lower())
+    with warnings.catch_warnings():  # the flags are deprecated in Python, not in OpenSSL
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name, flag in _NO_PROTOCOL.items():
+            if name not in wanted:
+                ctx.options |= flag
 
 
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError) and exc.reason:
         return exc.reason.lower().replace("_", " ")
     return getattr(exc, "strerror", None) or str(exc)
+
+
+class TlsConnection(StreamConnection):
+    """A TCP connection that becomes a client once its TLS handshake succeeds."""
+
+    def __init__(self, accept: AcceptFn, ctx: ssl.SSLContext) -> None:
+        super().__init__("tls", accept)
+        self._context = ctx
+        self._handshaking: asyncio.Task[None] | None = None
+        self._early: list[bytes] | None = []  # decrypted bytes before the client exists
+        self._raw: list[bytes] | None = []  # bytes read before start_tls took the transport
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.pause_reading()  # start_tls reads the handshake
+        self._handshaking = asyncio.get_running_loop().create_task(self._handshake(transport))
+
+    async def _handshake(self, transport: asyncio.BaseTransport) -> None:
+        loop = asyncio.get_running_loop()
+        starting = loop.create_task(
+            loop.start_tls(transport, self, self._context, server_side=True))
+        await asyncio.sleep(0)  # start_tls has put its TLS protocol on the transport
+        raw, self._raw = self._raw, None
+        if raw:  # read before pause_reading took effect: the handshake's first bytes
+            loop.call_soon(_feed, transport.get_protocol(), b"".join(raw))
+        try:
+            tls = await starting
+        except (TimeoutError, OSError, EOFError) as exc:
+            log.warning("Error accepting a client connection: %s", tls_native.error_text(exc))
+            transport.abort()
+            return
+        finally:
+            self._handshaking = None
+        if tls is None or tls.is_closing() or self._closed:
+            return
+        super().connection_made(tls)
+        early, self._early = self._early, None
+        for data in early:  # what arrived before this coroutine resumed
+            if self.handler is not None and not self._closed:
+                self.handler.on_data(data)
+
+    def data_received(self, data: bytes) -> None:
+        if self._raw is not None:
+            self._raw.append(data)
+        elif self._early is not None:
+            self._early.append(data)
+        else:
+            self.handler.on_data(data)
+
+
+def _feed(protocol: Any, data: bytes) -> None:
+    """Hand ``data`` to the TLS protocol as if the transport had just read it."""
+    if hasattr(protocol, "get_buffer"):  # asyncio's and uvloop's SSLProtocol are buffered
+        while data:
+            buf = protocol.get_buffer(len(data))
+            n = min(len(buf), len(data))
+            buf[:n] = data[:n]
+            protocol.buffer_updated(n)
+            data = data[n:]
+    else:
+        protocol.data_received(data)
 
 
 class TlsListener(Listener):
@@ -131,8 +226,8 @@ class TlsListener(Listener):
         for sock in self._sockets:
             # the server owns (and closes) a duplicate; ours stays open for a reload
             srv = await loop.create_server(
-                lambda: StreamConnection("tls", self._accept), sock=sock.dup(),
-                ssl=self.context, backlog=int(getattr(self._server.config, "tcp_backlog", 511)))
+                lambda: TlsConnection(self._accept, self.context), sock=sock.dup(),
+                backlog=int(getattr(self._server.config, "tcp_backlog", 511)))
             self._servers.append(srv)
 
     async def reload(self, ctx: ssl.SSLContext) -> None:
@@ -167,6 +262,7 @@ class TlsConnectionType(ConnectionType):
 def open_listener(spec: ListenerSpec, accept: AcceptFn, server: Any) -> TlsListener:
     """Bind a TLS listener's sockets now (errors are the caller's to report); ``serve()``
     starts accepting."""
+    check_listener_options(spec)
     try:
         ctx = tls_context(server.config, spec)
     except TlsConfigError as exc:

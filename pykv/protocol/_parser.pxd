@@ -13,6 +13,7 @@ cdef class RequestParser:
 
     cpdef feed(self, data)
     cpdef Py_ssize_t buffered(self)
+    cpdef tuple mem_state(self)
     cpdef bytes peek(self, Py_ssize_t n)
     cpdef compact(self)
     cpdef reset(self)

@@ -217,6 +217,20 @@ cdef class RequestParser:
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
         return PyByteArray_GET_SIZE(self.buf) - self.pos
 
+    cpdef tuple mem_state(self):
+        """What Redis's client memory figures need (CLIENT LIST, client eviction): the
+        query buffer's length (consumed bytes of this read batch included, as Redis trims
+        them after the batch), the pending bulk's announced length (-1 if none), and the
+        count and total length of the arguments of a command parsed only in part."""
+        cdef Py_ssize_t argv_len = 0
+        cdef Py_ssize_t argc = 0
+        if self.argv is not None:
+            argc = len(self.argv)
+            for a in self.argv:
+                argv_len += len(<bytes>a)
+        return (PyByteArray_GET_SIZE(self.buf),
+                self.bulklen if self.multibulklen else -1, argc, argv_len)
+
     cpdef bytes peek(self, Py_ssize_t n):
         """The first ``n`` unconsumed bytes (for log lines)."""
         return bytes(self.buf[self.pos:self.pos + n])

@@ -20,6 +20,7 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
+from cpython.bytearray cimport PyByteArray_GET_SIZE
 from libc.stdlib cimport calloc, free
 
 from pykv import errors
@@ -183,6 +184,9 @@ cdef class ServerCore:
     # some client class has an output buffer limit (pykv.server.output_limits)
     cdef public bint obuf_limits_on
     cdef public object output_limits
+    # maxmemory-clients is on: clients are measured after their I/O (pykv.server.client_evict)
+    cdef public bint client_evict_on
+    cdef public object client_evictor
     cdef public bint loading  # the dataset is being loaded: most commands get -LOADING
     cdef public list deferred  # clients whose output is written at this iteration's end
     cdef public object loop
@@ -280,6 +284,8 @@ cdef class ClientCore:
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
     cdef public Py_ssize_t buf_size, buf_peak
     cdef public long long buf_peak_reset_ms
+    # the output buffer's length when its limits (output, eviction) were last checked
+    cdef public Py_ssize_t evict_checked_out
 
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
@@ -293,6 +299,8 @@ cdef class ClientCore:
         self.last_interaction = time.time()
         self.parser.feed(data)
         self.process_input()
+        if self.server.client_evict_on and self.server.client_evictor.check(self):
+            return
         self.flush()
 
     # -- processing --------------------------------------------------------------------
@@ -314,6 +322,13 @@ cdef class ClientCore:
             if argv is None:
                 break
             self.execute(argv)
+            # Redis checks output limits as replies are added and client eviction before
+            # every command; pykv once a pipeline's replies grew by a reply block
+            if (self.server.client_evict_on or self.server.obuf_limits_on) and \
+                    PyByteArray_GET_SIZE(self.out) > self.evict_checked_out + 16384:
+                self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
+                if self.limits_reached():
+                    return
         if parser.buffered() > self.server.config.client_query_buffer_limit:
             self.log_query_buffer_overflow()
             self.closing = True
@@ -533,6 +548,14 @@ cdef class ClientCore:
         elif self.reply_mode == 3:  # REPLY_SKIP: this reply is the skipped one
             self.reply_mode = 0
 
+    def limits_reached(self):
+        """Check the output buffer limit, then client eviction; True if this client was
+        closed by either."""
+        server = self.server
+        if server.obuf_limits_on and server.output_limits.check(self):
+            return True
+        return server.client_evict_on and server.client_evictor.check(self)
+
     def flush(self):
         """Send this client's replies, or, when commands have left AOF data to write,
         queue them for the end of this loop iteration: then the AOF is written (and fsynced
@@ -552,10 +575,12 @@ cdef class ClientCore:
             if n > self.buf_peak:
                 self.buf_peak = n if n < self.buf_size else self.buf_size
             self.out = bytearray()
+            self.evict_checked_out = 0
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
-            if self.server.obuf_limits_on and self.server.output_limits.check(self):
+            if (self.server.obuf_limits_on or self.server.client_evict_on) \
+                    and self.limits_reached():
                 return
         if self.closing and not self.closed:
             self.close_now()

@@ -9,6 +9,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pykv.server.client_memory import client_memory
+
+
+def client_type(c: Any) -> str:
+    """Redis's getClientType: ``master``, ``slave`` (a replica, unless it is a MONITOR),
+    ``pubsub`` or ``normal`` (CLIENT LIST TYPE, CLIENT KILL TYPE, the output-limit classes,
+    what client memory is summed as)."""
+    if getattr(c, "is_master", False):
+        return "master"
+    if getattr(c, "is_replica", False) and not c.monitor:
+        return "slave"
+    if c.subscriptions:
+        return "pubsub"
+    return "normal"
+
 
 def client_flags(c: Any) -> str:
     flags = ""
@@ -44,31 +59,26 @@ def client_flags(c: Any) -> str:
     return flags or "N"
 
 
-def client_info_line(c: Any, current_cmd: Any = None) -> str:
-    """One CLIENT LIST line (no newline), fields in Redis 7.0's order."""
+def client_info_line(c: Any, current_cmd: Any = None,
+                     argv: list[bytes] | None = None) -> str:
+    """One CLIENT LIST line (no newline), fields in Redis 7.0's order; ``current_cmd`` and
+    ``argv`` are what ``c`` is running (the CLIENT LIST/INFO asking, for its own line)."""
     now = time.time()
-    qbuf = c.parser.buffered()
-    pending = c.conn.pending_write_bytes() if c.conn is not None else 0
-    obl = len(c.out)
+    mem = client_memory(c, argv)
     cmd = current_cmd if current_cmd is not None else c.last_cmd
-    argv_mem = c.argv_len_sum
-    multi_mem = 0
-    if c.multi is not None:
-        multi_mem = sum(sum(len(a) for a in argv) for _, argv in c.multi)
-    tot_mem = 1024 + qbuf + obl + pending + argv_mem + multi_mem
     tracking = c.tracking
     redir = getattr(tracking, "redirect", -1) if tracking else -1
-    events = "rw" if (obl or pending) else "r"
+    events = "rw" if (mem.obl or mem.oll) else "r"
     fd = c.conn.fd() if c.conn is not None else -1
     return (
         f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} "
         f"name={c.name.decode('latin-1')} age={int(now - c.created)} "
         f"idle={int(now - c.last_interaction)} flags={client_flags(c)} db={c.db_index} "
         f"sub={len(c.channels)} psub={len(c.patterns)} ssub={len(c.shard_channels)} "
-        f"multi={len(c.multi) if c.multi is not None else -1} qbuf={qbuf} "
-        f"qbuf-free={max(0, 16384 - qbuf) if qbuf else 0} argv-mem={argv_mem} "
-        f"multi-mem={multi_mem} rbs={c.buf_size} rbp={c.buf_peak} obl={obl} oll=0 "
-        f"omem={pending} "
-        f"tot-mem={tot_mem} events={events} cmd={cmd.fullname if cmd else 'NULL'} "
+        f"multi={len(c.multi) if c.multi is not None else -1} qbuf={mem.qbuf} "
+        f"qbuf-free={mem.qbuf_free} argv-mem={mem.argv_mem} "
+        f"multi-mem={mem.multi_mem} rbs={c.buf_size} rbp={c.buf_peak} obl={mem.obl} "
+        f"oll={mem.oll} omem={mem.omem} "
+        f"tot-mem={mem.tot_mem} events={events} cmd={cmd.fullname if cmd else 'NULL'} "
         f"user={c.user} redir={redir} resp={c.resp}"
     )

@@ -1,7 +1,7 @@
 """maxmemory: the memory figure it is checked against, and eviction (Redis's evict.c).
 
 ``used_memory(server)`` is pykv's maintained estimate (``pykv.storage.memory``: the keys'
-running totals, the databases' tables, the clients' query and output buffers, the AOF buffer
+running totals, the databases' tables, the clients' memory as Redis counts it, the AOF buffer
 and a fixed base). ``Evictor.perform()`` is Redis's performEvictions, run by the dispatcher
 before each command while ``maxmemory`` is set: under the limit it does nothing; over it,
 ``noeviction`` reports failure (the dispatcher then refuses ``denyoom`` commands with -OOM),
@@ -32,8 +32,10 @@ POOL_SIZE = 16
 
 
 def client_buffers(server: Any) -> int:
-    """Query and output buffers of every connected client (Redis's mem_clients_normal)."""
-    return sum(len(c.out) + c.parser.buffered() for c in server.clients.values())
+    """Every client's memory as last measured (pykv.server.client_evict: Redis's
+    mem_clients_normal plus mem_clients_slaves)."""
+    clients = getattr(server, "client_evictor", None)
+    return clients.total + clients.slaves_total if clients is not None else 0
 
 
 def aof_buffer(server: Any) -> int:

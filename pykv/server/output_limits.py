@@ -9,7 +9,8 @@ pending output is dropped and Redis's warning is logged with the client's CLIENT
 
 Redis checks when a reply is added; pykv checks when a reply batch is handed to the
 transport (``ClientCore.write_out``), which is where a non-reading client's output grows,
-and for each pub/sub delivery. The dispatcher tests one C flag (``obuf_limits_on``), kept
+for each pub/sub delivery, and within a pipeline each time its replies grew by 16 KB (so a
+burst of big replies is closed near the limit, as in Redis). The dispatcher tests one C flag (``obuf_limits_on``), kept
 true only while some class has a limit, so unlimited servers pay nothing.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pykv.server.client_info import client_info_line
+from pykv.server.client_info import client_info_line, client_type
 
 if TYPE_CHECKING:
     from pykv.server.server import Server
@@ -26,13 +27,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("pykv")
 
 
+# client type -> limit class (a master's output is limited as a normal client's, as Redis's
+# checkClientOutputBufferLimits has it)
+_CLASS_OF_TYPE = {"normal": "normal", "pubsub": "pubsub", "slave": "replica", "master": "normal"}
+
+
 def client_class(client: Any) -> str:
-    """The limit class of ``client`` (Redis's getClientType)."""
-    if getattr(client, "is_replica", False) and not client.monitor:
-        return "replica"
-    if client.subscriptions:
-        return "pubsub"
-    return "normal"
+    """The limit class of ``client``, from its type (``client_info.client_type``): replicas
+    get the ``replica`` class as soon as the replication code marks them ``is_replica``."""
+    return _CLASS_OF_TYPE[client_type(client)]
 
 
 def unsent_bytes(client: Any) -> int:
@@ -81,10 +84,15 @@ class OutputLimits:
             return False
         log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer "
                     "limits.", client_info_line(client))
-        client.out = bytearray()
-        client.closing = True
-        client.closed = True
-        if client.conn is not None:
-            client.conn.abort()
-        self.server.remove_client(client)
+        drop_client(self.server, client)
         return True
+
+
+def drop_client(server: Any, client: Any) -> None:
+    """Close ``client`` at once, its unsent replies dropped (Redis's freeClient)."""
+    client.out = bytearray()
+    client.closing = True
+    client.closed = True
+    if client.conn is not None:
+        client.conn.abort()
+    server.remove_client(client)

@@ -26,6 +26,7 @@ from pykv.server import pause, replybuf
 from pykv.server._core import ServerCore
 from pykv.server.blocking import Blocking
 from pykv.server.client import REPLY_OFF, Client
+from pykv.server.client_evict import ClientsMemory
 from pykv.server.command_table import TABLE, Command, CommandTable
 from pykv.server.evict import Evictor
 from pykv.server.latency_monitor import LatencyMonitor
@@ -145,6 +146,8 @@ class Server(ServerCore):
         self.blocking = Blocking(self)
         # client-output-buffer-limit: checked as replies leave (pykv.server.output_limits)
         self.output_limits = OutputLimits(self)
+        # clients' memory and maxmemory-clients eviction (pykv.server.client_evict)
+        self.client_evictor = ClientsMemory(self)
         self.ready_keys = self.blocking.ready
         # how the running server follows CONFIG SET (listeners, limits, idle timeout, ...)
         self.config_effects = config_runtime.install(self)
@@ -507,7 +510,7 @@ class Server(ServerCore):
         self.stat_keyspace_hits = self.stat_keyspace_misses = 0
         self.stat_total_error_replies = 0
         self.stat_dump_payload_sanitizations = 0
-        self.stat_evicted_keys = 0
+        self.stat_evicted_keys = self.stat_evicted_clients = 0
         self.stat_expired_keys_base = -sum(db.expired_count for db in self.dbs)
 
     # -- slow log and monitor --------------------------------------------------------------

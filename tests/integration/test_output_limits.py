@@ -89,15 +89,20 @@ def test_normal_class_as_redis(real_redis, pykv_proc, case):
     assert pykv_closed == redis_closed, f"pykv closed={pykv_closed}, redis closed={redis_closed}"
 
 
+def _limit_log_line(server, since: int, timeout: float = 10) -> str:
+    """The output-limit warning pykv logged after ``since`` (waits for it, bounded)."""
+    deadline = time.monotonic() + timeout
+    while "overcoming of output buffer limits" not in server.log(since=since):
+        assert time.monotonic() < deadline, server.log(since=since)
+        time.sleep(0.05)
+    return next(x for x in server.log(since=since).splitlines()
+                if "output buffer limits" in x)
+
+
 def test_log_line_names_the_client(pykv_proc):
     since = pykv_proc.log_size()
     assert _run(pykv_proc.port, "normal 1mb 0 0", 40, 0.0)
-    deadline = time.monotonic() + 5
-    while "overcoming of output buffer limits" not in pykv_proc.log(since=since):
-        assert time.monotonic() < deadline, pykv_proc.log(since=since)
-        time.sleep(0.05)
-    line = next(x for x in pykv_proc.log(since=since).splitlines()
-                if "output buffer limits" in x)
+    line = _limit_log_line(pykv_proc, since)
     # Redis's text with the client's CLIENT LIST line in it
     assert " # Client id=" in line and " addr=127.0.0.1:" in line and " cmd=get " in line, line
     assert line.endswith("scheduled to be closed ASAP for overcoming of output buffer limits.")
@@ -116,4 +121,24 @@ def test_pubsub_class_applies_to_subscribers(real_redis, pykv_proc):
         assert _closed_by_server(sub, admin, before), f"subscriber kept on port {port}"
         admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 32mb 8mb 60")
         sub.close()
+        admin.close()
+
+
+def test_a_pipelined_burst_is_closed_at_the_limit(pykv_proc):
+    """Redis checks the limit as each reply is added: a 3 KB burst of 200 GETs of 100 KB is
+    closed near 1 MB, not after buffering 20 MB of replies."""
+    admin = RawClient(port=pykv_proc.port)
+    admin.call("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0")
+    admin.call("SET", "big", VALUE)
+    since = pykv_proc.log_size()
+    sock = _silent_client(pykv_proc.port)
+    try:
+        _send_gets(sock, 200)
+        line = _limit_log_line(pykv_proc, since)
+        omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+        assert omem < 2 << 20, line
+    finally:
+        sock.close()
+        admin.call("CONFIG", "SET", "client-output-buffer-limit",
+                   "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
         admin.close()

@@ -18,7 +18,7 @@ import pytest
 import redis
 from support.servers import REDIS_SERVER
 
-from pykv.testing import Server, free_port
+from pykv.testing import Server, ServerError, free_port
 from pykv.testing.certs import TestCerts, make_certs
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
@@ -235,3 +235,120 @@ def test_missing_certificate_is_fatal_as_in_redis(tmp_path, certs):
     for line in ("No tls-cert-file configured!",
                  "Failed to configure TLS. Check logs for more info."):
         assert line in real.stdout and line in ours.stdout, (line, real.stdout, ours.stdout)
+
+
+# -- TLS 1.3 suites, the session cache, handshake failures, listener options ----------------
+
+def _tls13_cipher(port: int, certs: TestCerts) -> str:
+    ctx = ssl.create_default_context(cafile=certs.ca_cert)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_cert_chain(certs.client_cert, certs.client_key)
+    with socket.create_connection(("127.0.0.1", port), 5) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.sendall(b"*1\r\n$4\r\nPING\r\n")
+        assert tls.recv(100) == b"+PONG\r\n"
+        return tls.cipher()[0]
+
+
+def test_ciphersuites_as_redis(pair, certs):
+    """tls-ciphersuites picks the TLS 1.3 suites (Python's set_ciphers cannot: pykv calls
+    OpenSSL's SSL_CTX_set_ciphersuites); a bad list is refused with Redis's error."""
+    real, ours = pair(_tls_args(certs))
+    for server in (real, ours):
+        bad = _cli(server.tls_port, certs, "CONFIG", "SET", "tls-ciphersuites", "NO-SUCH-SUITE")
+        assert "Unable to update TLS configuration" in bad[1], bad
+    for suite in ("TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"):
+        for server in (real, ours):
+            assert "OK" in _cli(server.tls_port, certs, "CONFIG", "SET", "tls-ciphersuites",
+                                suite)[1]
+            # a new connection gets the new context (pykv reloads it in the background)
+            deadline = time.monotonic() + 5
+            while (got := _tls13_cipher(server.tls_port, certs)) != suite:
+                assert time.monotonic() < deadline, (server, suite, got)
+                time.sleep(0.1)
+
+
+def _resumed(port: int, certs: TestCerts, pause: float = 0.0) -> bool:
+    """A TLS 1.2 session (no tickets: the server's session cache) resumed by a second
+    connection while the first is still open."""
+    ctx = ssl.create_default_context(cafile=certs.ca_cert)
+    ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_TICKET
+    ctx.load_cert_chain(certs.client_cert, certs.client_key)
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 5),
+                         server_hostname="localhost") as first:
+        first.sendall(b"*1\r\n$4\r\nPING\r\n")
+        first.recv(100)
+        time.sleep(pause)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 5),
+                             server_hostname="localhost", session=first.session) as second:
+            second.sendall(b"*1\r\n$4\r\nPING\r\n")
+            second.recv(100)
+            return second.session_reused
+
+
+def _set_and_wait(server, certs: TestCerts, name: str, value: str) -> None:
+    assert "OK" in _cli(server.tls_port, certs, "CONFIG", "SET", name, value)[1]
+    time.sleep(0.3)  # pykv serves new connections with the new context once it is reloaded
+
+
+def test_session_cache_as_redis(pair, certs):
+    real, ours = pair(_tls_args(certs))
+    for server in (real, ours):
+        assert _resumed(server.tls_port, certs), server
+        _set_and_wait(server, certs, "tls-session-caching", "no")
+        assert not _resumed(server.tls_port, certs), server
+        _set_and_wait(server, certs, "tls-session-caching", "yes")
+        _set_and_wait(server, certs, "tls-session-cache-timeout", "1")
+        assert not _resumed(server.tls_port, certs, pause=2.2), server  # expired
+
+
+def test_handshake_failure_logged_as_redis(tmp_path, certs):
+    """A client speaking plain RESP to the TLS port: Redis logs OpenSSL's error."""
+    log_file = tmp_path / "redis.log"
+    real = RealTlsRedis([*_tls_args(certs), "--logfile", str(log_file)], str(tmp_path))
+    ours = Server(extra_args=["--tls-port", str(free_port()), *_tls_args(certs)])
+    ours.start()
+    try:
+        texts = []
+        for port, read in ((real.tls_port, log_file.read_text),
+                           (int(ours.extra_args[1]), ours.log)):
+            before = len(read())  # (Redis's start-up probe closed a connection unshaken)
+            with socket.create_connection(("127.0.0.1", port), 5) as sock:
+                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+                sock.settimeout(5)
+                try:
+                    assert sock.recv(100) == b""
+                except ConnectionResetError:
+                    pass
+            deadline = time.monotonic() + 5
+            while "Error accepting a client connection: " not in (text := read()[before:]):
+                assert time.monotonic() < deadline, text
+                time.sleep(0.05)
+            line = next(x for x in text.splitlines() if "Error accepting a client" in x)
+            assert " # Error accepting a client connection: " in line, line
+            # Redis adds " (conn: fd=N)" when the handshake fails at accept time already
+            texts.append(line.split("connection: ", 1)[1].split(" (conn: ")[0])
+        assert texts[0] == texts[1] == "error:0A00010B:SSL routines::wrong version number"
+    finally:
+        real.stop()
+        ours.stop()
+
+
+@pytest.mark.parametrize("options, message", [
+    ("foo=bar", "unknown tls listener option 'foo'"),
+    ("auth-clients=maybe", "auth-clients must be one of yes, no, optional"),
+    ("cert=/nonexistent.crt", "Failed to configure TLS"),
+])
+def test_tls_listener_with_bad_options_fails_start(certs, options, message):
+    spec = (f"tls,bind=127.0.0.1,port={free_port()},cert={certs.server_cert},"
+            f"key={certs.server_key},ca={certs.ca_cert},{options}")
+    bad = Server(listeners=[spec], start_timeout=20)
+    try:
+        with pytest.raises(ServerError) as info:
+            bad.start()
+    finally:
+        bad.stop()
+    assert message in str(info.value)
+    with Server(listeners=[spec + ",optional"]) as ok:  # an optional one is skipped
+        assert ok.ping()
