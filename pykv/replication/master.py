@@ -92,8 +92,14 @@ class Master:
 
     # -- the stream ------------------------------------------------------------------------
     def feed_raw(self, data: bytes) -> None:
-        """Append already-encoded stream bytes to the backlog and to every replica."""
-        self.stream.feed_raw(data)
+        """Append already-encoded stream bytes (a master's, relayed by this replica) to the
+        history, the backlog and every replica at once: the replica side reads its applied
+        offset from ``server.repl`` right after."""
+        self.flush_stream()
+        repl = self.repl
+        repl.feed(data)
+        self.stream.base = self.server.repl_offset = repl.master_repl_offset
+        self._distribute(data)
 
     def _schedule_flush(self) -> None:
         loop = self.server.loop
@@ -113,6 +119,9 @@ class Master:
         repl = self.repl
         repl.feed(data)
         stream.base = repl.master_repl_offset
+        self._distribute(data)
+
+    def _distribute(self, data: bytes) -> None:
         for rep in self.replicas:
             if rep.rdb_only:
                 continue

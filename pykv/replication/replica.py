@@ -269,11 +269,11 @@ class MasterLink:
     def _advance(self, count: int) -> None:
         chunk = bytes(self.pending[:count])
         del self.pending[:count]
-        self.server.repl.feed(chunk)
         replicas = getattr(self.server, "replicas", None)
-        feed_raw = getattr(replicas, "feed_raw", None)
-        if feed_raw is not None:
-            feed_raw(chunk)
+        if replicas is not None:  # the history, the backlog and our own replicas
+            replicas.feed_raw(chunk)
+        else:
+            self.server.repl.feed(chunk)
 
     @property
     def reploff(self) -> int:

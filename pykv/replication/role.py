@@ -27,7 +27,16 @@ def install(server: Any) -> None:
     target = parse_replicaof(server.config.replicaof)
     if target is not None:
         server.master_link = MasterLink(server, *target)
+        _relay(server, True)
         server.startup_hooks.append(lambda: _start_after_load(server))
+
+
+def _relay(server: Any, on: bool) -> None:
+    """A replica's own replicas get its master's stream, not its own effects (the master
+    side's ``set_proxying``); a master again feeds them its effects."""
+    replicas = getattr(server, "replicas", None)
+    if replicas is not None:
+        replicas.set_proxying(on)
 
 
 def parse_replicaof(value: str) -> tuple[str, int] | None:
@@ -96,6 +105,7 @@ def set_master(server: Any, host: str, port: int) -> bool:
     new.has_history = has_history
     new.stream_db = stream_db
     server.master_link = new
+    _relay(server, True)
     server.config.replicaof = f"{host} {port}"
     new.start()
     return True
@@ -110,6 +120,7 @@ def unset_master(server: Any) -> None:
     server.master_link = None
     server.config.replicaof = ""
     server.repl.shift_replid()
+    _relay(server, False)
     replicas = getattr(server, "replicas", None)
     drop = getattr(replicas, "disconnect_all", None)
     if drop is not None:  # they learn the new id by PSYNCing again
