@@ -182,6 +182,8 @@ cdef class ServerCore:
     cdef public long long maxmemory  # the maxmemory config; when set, ``evictor`` runs
     cdef public object evictor  # pykv.server.evict.Evictor
     cdef public bint pre_command_oom  # over maxmemory before this command (scripts check it)
+    # cluster mode: the slot router (pykv.cluster.router.Router, plugged in by pykv.assemble)
+    cdef public object cluster
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -360,6 +362,17 @@ cdef class ClientCore:
         if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
             self.reject(errors.protected_refused(cmd.protected_by), cmd)
             return
+        if server.cluster is not None:  # Redis's getNodeByQuery: -MOVED, -ASK, -CROSSSLOT...
+            err = server.cluster.check(self, cmd, argv)
+            if err is not None:
+                if cmd.fullname == "exec":
+                    discard_transaction(self)
+                elif self.multi is not None:
+                    self.multi_dirty = True
+                cmd.rejected_calls += 1
+                server.count_error(err)
+                self.add_reply(err)
+                return
         if server.maxmemory and not self.replaying:
             server.pre_command_oom = server.evictor.perform()
             if server.pre_command_oom and _oom_refuses(self, cmd):
