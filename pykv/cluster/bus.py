@@ -110,12 +110,18 @@ class ClusterBus:
         return int(self.config.cluster_node_timeout)
 
     # -- start / stop ---------------------------------------------------------------------
-    async def start(self) -> None:
+    def bind(self) -> list:
+        """Bind the bus port (port + 10000, or cluster-port): Redis aborts when it can't."""
         cfg = self.config
         port = cfg.cluster_port or cfg.port + PORT_INCR
-        binds = list(cfg.bind) or ["127.0.0.1"]
-        self.listener = await cluster_bus.listen(binds, port, _frame_length, self._accept,
-                                                 int(getattr(cfg, "tcp_backlog", 511)))
+        try:
+            return cluster_bus.bind(list(cfg.bind), port, int(getattr(cfg, "tcp_backlog", 511)))
+        except OSError:
+            raise ValueError(f"Failed listening on port {port} (cluster), aborting.") from None
+
+    async def start(self, socks: list) -> None:
+        port = socks[0].getsockname()[1] if socks else 0
+        self.listener = await cluster_bus.serve(socks, _frame_length, self._accept, port)
         self._schedule_cron()
         self.update_state()
 

@@ -55,8 +55,9 @@ def install(server: Any) -> Router | None:
 
 
 def _start(bus: ClusterBus) -> None:
+    socks = bus.bind()  # a ValueError here stops the start-up with Redis's message
     loop = asyncio.get_running_loop()
-    task = loop.create_task(bus.start())
+    task = loop.create_task(bus.start(socks))
 
     def done(t: asyncio.Task) -> None:
         if not t.cancelled() and t.exception() is not None:

@@ -18,11 +18,16 @@ from pykv.cluster import nodes_conf
 from pykv.cluster.keyslot import CLUSTER_SLOTS, key_hash_slot
 from pykv.cluster.state import STATE_OK, ClusterNode, random_name, slot_ranges
 from pykv.commands.args import to_int
+from pykv.commands.persistence import restore
 from pykv.commands.registry import METADATA, command
 from pykv.protocol.types import SimpleString, Verbatim
 
 _CLUSTER_SUBCOMMANDS = sorted(METADATA["cluster"].get("subcommands", {}))
 OK = SimpleString(b"OK")
+
+# RESTORE-ASKING: what MIGRATE sends during a reshard, RESTORE served in an importing slot
+# (the command table's "asking" flag is what lets it through; pykv.cluster.router)
+command("restore-asking")(restore)
 
 
 def _err(text: str) -> errors.ErrorReply:

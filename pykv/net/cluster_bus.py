@@ -116,9 +116,14 @@ class BusListener:
             srv.close()
 
 
-async def listen(binds: list[str], port: int, frame_length: Callable[[bytes], int],
-                 on_accept: Callable[[BusLink], None], backlog: int = 511) -> BusListener:
-    """Open the bus port on ``binds``; ``on_accept(link)`` installs each link's handler."""
+def bind(binds: list[str], port: int, backlog: int = 511) -> list[socket.socket]:
+    """The bus port's listening sockets (raises OSError when it cannot be bound)."""
+    return bind_sockets(binds or ["127.0.0.1"], port, backlog, kind="cluster bus")
+
+
+async def serve(socks: list[socket.socket], frame_length: Callable[[bytes], int],
+                on_accept: Callable[[BusLink], None], port: int) -> BusListener:
+    """Accept links on ``socks``; ``on_accept(link)`` installs each link's handler."""
     loop = asyncio.get_running_loop()
     servers = []
 
@@ -128,7 +133,7 @@ async def listen(binds: list[str], port: int, frame_length: Callable[[bytes], in
         return link
 
     try:
-        for sock in bind_sockets(binds or ["127.0.0.1"], port, backlog, kind="cluster bus"):
+        for sock in socks:
             servers.append(await loop.create_server(factory, sock=sock))
     except Exception:
         for srv in servers:
