@@ -50,6 +50,7 @@ CLUSTERDOWN = ErrorReply(b"CLUSTERDOWN The cluster is down")
 CLUSTERDOWN_RO = ErrorReply(b"CLUSTERDOWN The cluster is down and only accepts read commands")
 CLUSTERDOWN_UNBOUND = ErrorReply(b"CLUSTERDOWN Hash slot not served")
 SELECT_IN_CLUSTER = ErrorReply(b"ERR SELECT is not allowed in cluster mode")
+SWAPDB_IN_CLUSTER = ErrorReply(b"ERR SWAPDB is not allowed in cluster mode")
 CLUSTER_INVALID_SLOT = ErrorReply(b"ERR Invalid or out of range slot")
 CLUSTER_NO_REPLICATION = ErrorReply(
     b"ERR pykv cluster nodes do not support replicas yet (CLUSTER REPLICATE/FAILOVER)")

@@ -148,7 +148,7 @@ class ClusterState:
         self.current_epoch = 0
         self.last_vote_epoch = 0
         self.state = STATE_FAIL
-        self.size = 0
+        self.size = 1  # as clusterInit sets it, until the first state update
         self.blacklist: dict[str, float] = {}  # forgotten name -> expiry (seconds)
         self.stats_sent = [0] * bc.TYPE_COUNT
         self.stats_received = [0] * bc.TYPE_COUNT

@@ -18,6 +18,8 @@ from pykv.cluster import nodes_conf
 from pykv.cluster.keyslot import CLUSTER_SLOTS, key_hash_slot
 from pykv.cluster.state import STATE_OK, ClusterNode, random_name, slot_ranges
 from pykv.commands.args import to_int
+from pykv.commands.client_cmd import help_reply
+from pykv.commands.cluster_help import HELP
 from pykv.commands.persistence import restore
 from pykv.commands.registry import METADATA, command
 from pykv.protocol.types import SimpleString, Verbatim
@@ -464,7 +466,7 @@ def _needs_replication(c, bus, argv):
 
 
 _SUBCOMMANDS = {
-    "info": _info, "myid": _myid, "nodes": _nodes, "slots": _slots, "shards": _shards,
+    "help": lambda c, bus, argv: help_reply(HELP), "info": _info, "myid": _myid, "nodes": _nodes, "slots": _slots, "shards": _shards,
     "links": _links, "keyslot": _keyslot, "countkeysinslot": _countkeysinslot,
     "getkeysinslot": _getkeysinslot, "count-failure-reports": _count_failure_reports,
     "replicas": _replicas, "slaves": _replicas, "meet": _meet, "forget": _forget,
