@@ -233,6 +233,9 @@ class ClusterBus:
         except (TimeoutError, OSError) as exc:
             log.debug("Connection with Node %s at %s:%d failed: %s", node.name, node.ip,
                       node.cport, exc)
+            # as Redis on a failed connect: failure detection needs a ping "in flight"
+            if node.ping_sent == 0:
+                node.ping_sent = mstime()
             return
         finally:
             self._connecting.discard(node.name)

@@ -211,6 +211,7 @@ def test_add_node_and_del_node(mixed):
         extra.stop()
 
 
+@pytest.mark.slow  # the default suite has 2 pykv + 2 redis-server in test_cluster_failure.py
 def test_reverse_mix_two_pykv_one_redis():
     nodes = []
     try:
