@@ -121,6 +121,40 @@ def test_cli_call_and_pubsub_across_kinds(mixed):
             sub.close()
 
 
+def test_hostnames_propagate_and_redirect_by_hostname(mixed):
+    for i, node in enumerate(mixed):
+        with node.client() as c:
+            c.config_set("cluster-announce-hostname", f"host-{i}.test")
+
+    def everyone_knows() -> bool:
+        for node in mixed:
+            with node.client(decode_responses=True) as c:
+                text = c.execute_command("CLUSTER", "NODES")
+            if any(f",host-{i}.test " not in text for i in range(3)):
+                return False
+        return True
+
+    try:
+        wait_for(everyone_knows, 20, "every hostname in every node's CLUSTER NODES")
+        pykv_node = mixed[1]
+        with pykv_node.client() as c:
+            c.config_set("cluster-preferred-endpoint-type", "hostname")
+            try:
+                entry = next(s for s in c.cluster("slots") if s[2][1] == mixed[0].port)
+                assert entry[2][0] == b"host-0.test" and entry[2][3] == {b"ip": b"127.0.0.1"}
+                key = next(f"h{i}" for i in range(10000)
+                           if entry[0] <= key_hash_slot(f"h{i}".encode()) <= entry[1])
+                with pytest.raises(redis.exceptions.MovedError) as moved:
+                    c.get(key)
+                assert str(moved.value).endswith(f" host-0.test:{mixed[0].port}")
+            finally:
+                c.config_set("cluster-preferred-endpoint-type", "ip")
+    finally:
+        for node in mixed:
+            with node.client() as c:
+                c.config_set("cluster-announce-hostname", "")
+
+
 def test_reshard_empty_slots_both_ways(mixed):
     redis_node, pykv_node = mixed[0], mixed[1]
     for src, dst in ((redis_node, pykv_node), (pykv_node, redis_node)):
