@@ -147,15 +147,12 @@ class ClusterBus:
     # -- announced address ----------------------------------------------------------------
     def announced_ports(self) -> tuple[int, int, int]:
         cfg = self.config
-        port = cfg.port
-        pport = 0
-        if cfg.tls_cluster and cfg.tls_port:
-            port, pport = cfg.tls_port, cfg.port
+        # no TLS on the bus (tls-cluster is stored only): the plaintext port is the base
+        # port and no pport is announced
+        port, pport = cfg.port, 0
         cport = cfg.cluster_port or cfg.port + PORT_INCR
         if cfg.cluster_announce_port:
             port = cfg.cluster_announce_port
-        if cfg.cluster_announce_tls_port and cfg.tls_cluster:
-            port = cfg.cluster_announce_tls_port
         if cfg.cluster_announce_bus_port:
             cport = cfg.cluster_announce_bus_port
         return port, pport, cport

@@ -143,12 +143,9 @@ class Router:
         if code == "unbound":
             return errors.CLUSTERDOWN_UNBOUND
         assert node is not None
-        port = node.port
-        if self.config.tls_cluster and node.pport and \
-                getattr(client.conn, "type_name", "") != "tls":
-            port = node.pport
+        # the bus has no TLS (tls-cluster is stored only): the base port is the one to use
         return errors.cluster_redirect("ASK" if code == "ask" else "MOVED", slot,
-                                       self.endpoint(node), port)
+                                       self.endpoint(node), node.port)
 
     def link_count(self) -> int:
         """Open bus links, both directions (INFO's cluster_connections)."""

@@ -131,10 +131,7 @@ def _node_entry(c, router, node: ClusterNode) -> list:
         endpoint = (node.hostname or "?").encode()
     else:
         endpoint = None
-    port = node.port
-    if c.server.config.tls_cluster and node.pport and \
-            getattr(c.conn, "type_name", "") != "tls":
-        port = node.pport
+    port = node.port  # (tls-cluster is stored only: no TLS port to choose)
     extra = {}
     if kind != "ip":
         extra[b"ip"] = node.ip.encode()
@@ -158,14 +155,9 @@ def _slots(c, bus, argv):
 
 
 def _shard_node(c, bus, node: ClusterNode) -> dict:
-    cfg = c.server.config
     info: dict = {b"id": node.name.encode()}
-    plain = node.pport if cfg.tls_cluster else node.port
-    tls = node.port if cfg.tls_cluster else 0
-    if plain:
-        info[b"port"] = plain
-    if tls:
-        info[b"tls-port"] = tls
+    if node.port:  # a plaintext port (tls-cluster is stored only)
+        info[b"port"] = node.port
     info[b"ip"] = node.ip.encode()
     info[b"endpoint"] = c.server.cluster.endpoint(node).encode()
     if node.hostname:
