@@ -51,6 +51,11 @@ CLUSTERDOWN_RO = ErrorReply(b"CLUSTERDOWN The cluster is down and only accepts r
 CLUSTERDOWN_UNBOUND = ErrorReply(b"CLUSTERDOWN Hash slot not served")
 SELECT_IN_CLUSTER = ErrorReply(b"ERR SELECT is not allowed in cluster mode")
 SWAPDB_IN_CLUSTER = ErrorReply(b"ERR SWAPDB is not allowed in cluster mode")
+# redis.call refused in cluster mode (texts; the script layer adds " script: ..., on ...")
+SCRIPT_NON_LOCAL_KEY = b"ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_CLUSTER_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
+SCRIPT_CLUSTER_DOWN_RO = (b"ERR Script attempted to execute a write command while the "
+                          b"cluster is down and readonly")
 CLUSTER_INVALID_SLOT = ErrorReply(b"ERR Invalid or out of range slot")
 CLUSTER_NO_REPLICATION = ErrorReply(
     b"ERR pykv cluster nodes do not support replicas yet (CLUSTER REPLICATE/FAILOVER)")

@@ -58,6 +58,23 @@ class Router:
             return None
         return self.redirect_error(client, node, slot, code)
 
+    def script_check(self, caller: Any, cmd: Any, argv: list[bytes]) -> bytes | None:
+        """scriptVerifyClusterState: a command a script runs must be served here (keys it
+        did not declare included); the error text for redis.call, or None. (The
+        same-slot check for undeclared keys, which ``allow-cross-slot-keys`` lifts, is not
+        done yet.)"""
+        if caller.replaying or not _has_keys(cmd):
+            return None
+        asking = getattr(caller, "cluster_asking", 0) != 0
+        node, _slot, code = self.node_by_query(caller, cmd, argv, asking)
+        if node is self.state.myself and code is None:
+            return None
+        if code == "down_ro":
+            return errors.SCRIPT_CLUSTER_DOWN_RO
+        if code == "down":
+            return errors.SCRIPT_CLUSTER_DOWN
+        return errors.SCRIPT_NON_LOCAL_KEY
+
     def node_by_query(self, client: Any, cmd: Any, argv: list[bytes], asking: bool
                       ) -> tuple[ClusterNode | None, int, str | None]:
         state = self.state

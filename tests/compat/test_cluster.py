@@ -193,3 +193,14 @@ def test_transactions_scripts_and_shard_channels(cdiff, script):
     cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
     for cmd in script:
         cdiff(*cmd)
+
+
+@pytest.mark.parametrize("script", [
+    "return redis.call('get', 'a')",  # slot 15495: not served here
+    "return redis.pcall('get', 'a')",
+    "return redis.call('get', 'foo')",  # served, but the cluster is down
+    "return redis.call('ping')",
+])
+def test_scripts_touching_keys_that_are_not_local(cdiff, script):
+    cdiff("CLUSTER", "ADDSLOTS", "12182")
+    cdiff("EVAL", script, "0")
