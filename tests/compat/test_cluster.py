@@ -147,6 +147,8 @@ def test_replies_and_error_texts(cdiff, cmd):
 def test_slot_states(cdiff):
     """-CLUSTERDOWN while the node lacks full coverage; keys once it serves them all."""
     cdiff("SET", "foo", "bar")  # unassigned slot: Hash slot not served
+    cdiff("SPUBLISH", "foo", "m")
+    cdiff("SSUBSCRIBE", "foo")
     cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
     cdiff("CLUSTER", "DELSLOTS", "12182")
     cdiff("GET", "foo")
@@ -204,3 +206,15 @@ def test_transactions_scripts_and_shard_channels(cdiff, script):
 def test_scripts_touching_keys_that_are_not_local(cdiff, script):
     cdiff("CLUSTER", "ADDSLOTS", "12182")
     cdiff("EVAL", script, "0")
+
+
+def test_keys_in_slot_order_and_counts(cdiff):
+    cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    for i in range(20):
+        cdiff("SET", f"{{t}}k{i}", "v")
+    cdiff("DEL", "{t}k5", "{t}k11")
+    cdiff("SET", "{t}k5", "again")
+    cdiff("CLUSTER", "COUNTKEYSINSLOT", "15891")
+    cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "100")
+    cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "3")
+    cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "0")

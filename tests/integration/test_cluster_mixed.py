@@ -18,6 +18,7 @@ from support.cluster_nodes import (
     wait_for,
     wait_ok,
 )
+from support.resp import RawClient
 
 from pykv.cluster.keyslot import key_hash_slot
 
@@ -153,6 +154,68 @@ def test_hostnames_propagate_and_redirect_by_hostname(mixed):
         for node in mixed:
             with node.client() as c:
                 c.config_set("cluster-announce-hostname", "")
+
+
+def _slot_of(node) -> int:
+    with node.client() as c:
+        return next(start for start, _end, master, *_ in c.cluster("slots")
+                    if master[1] == node.port)
+
+
+def _raw(node, *args) -> bytes:
+    """The raw reply to the last of ``args`` (the commands before it on the same link)."""
+    client = RawClient(port=node.port)
+    try:
+        for cmd in args[:-1]:
+            client.call(*cmd)
+        return client.call(*args[-1])
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("source_kind", ["pykv", "redis"])
+def test_ask_and_tryagain_during_a_migration(mixed, source_kind):
+    """One slot open from a pykv node to a redis-server node (or the reverse): the source
+    ASKs for keys it lacks, the target serves ASKING clients and MOVEs the others, and a
+    multi-key request over partly-moved keys gets TRYAGAIN there."""
+    pykv_node, redis_node = mixed[1], mixed[0]
+    source, target = (pykv_node, redis_node) if source_kind == "pykv" else \
+        (redis_node, pykv_node)
+    slot = _slot_of(source)
+    tag = next(f"t{i}" for i in range(100000) if key_hash_slot(f"t{i}".encode()) == slot)
+    here, gone = f"{{{tag}}}here", f"{{{tag}}}gone"
+    with source.client() as c:
+        c.set(here, "1")
+    with target.client() as t:
+        t.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", myid(source))
+    with source.client() as c:
+        c.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", myid(target))
+    try:
+        assert _raw(source, ("GET", here)) == b"$1\r\n1\r\n"
+        assert _raw(source, ("GET", gone)) == \
+            f"-ASK {slot} 127.0.0.1:{target.port}\r\n".encode()
+        assert _raw(target, ("GET", gone)) == \
+            f"-MOVED {slot} 127.0.0.1:{source.port}\r\n".encode()
+        assert _raw(target, ("ASKING",), ("GET", gone)) == b"$-1\r\n"
+        assert _raw(target, ("ASKING",), ("SET", gone, "2")) == b"+OK\r\n"
+        assert _raw(target, ("ASKING",), ("MGET", gone, here)) == \
+            b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n"
+        assert _raw(target, ("ASKING",), ("GET", gone), ("GET", gone)) == \
+            f"-MOVED {slot} 127.0.0.1:{source.port}\r\n".encode()  # ASKING lasts one command
+    finally:
+        for node in (source, target):
+            with node.client() as c:
+                c.execute_command("CLUSTER", "SETSLOT", slot, "STABLE")
+        with source.client() as c:
+            c.delete(here)
+    # the target still holds "gone" in a slot it does not own: clean it the way Redis can
+    with target.client() as t:
+        assert t.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+        t.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", myid(source))
+    assert _raw(target, ("ASKING",), ("DEL", gone)) == b":1\r\n"
+    with target.client() as t:
+        t.execute_command("CLUSTER", "SETSLOT", slot, "STABLE")
+    wait_ok(mixed)
 
 
 def test_reshard_empty_slots_both_ways(mixed):
