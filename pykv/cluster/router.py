@@ -26,6 +26,29 @@ def _has_keys(cmd: Any) -> bool:
     return bool(cmd.key_specs) or cmd.movablekeys or cmd.fullname == "exec"
 
 
+# commands whose one key is always at the same index, although a finder gives its flags
+_FIXED_KEY = {"set": 1, "bitfield": 1}
+
+
+def _classify(cmd: Any) -> int:
+    """0: no keys (never redirected); N > 0: exactly one key, always ``argv[N]`` (the
+    fast path); -1: anything else (key specs walked per call)."""
+    if not _has_keys(cmd):
+        return 0
+    name = cmd.fullname
+    if name in _FIXED_KEY:
+        return _FIXED_KEY[name]
+    if name in _SHARD_PUBSUB or cmd.movablekeys or cmd.get_keys is not None or \
+            len(cmd.key_specs) != 1:
+        return -1
+    spec = cmd.key_specs[0]
+    bs, fk = spec["begin_search"], spec["find_keys"]
+    if "not_key" in spec.get("flags", ()) or bs["type"] != "index" or \
+            fk["type"] != "range" or fk["spec"]["lastkey"] != 0:
+        return -1
+    return bs["spec"]["index"]
+
+
 def _keys(cmd: Any, argv: list[bytes]) -> list[bytes]:
     name = cmd.fullname
     if name in _SHARD_PUBSUB:
@@ -42,6 +65,7 @@ class Router:
         self.state = bus.state
         self.db0 = db0
         self.config = bus.config
+        self._kinds: dict[Any, int] = {}  # command -> _classify(command)
 
     def check(self, client: Any, cmd: Any, argv: list[bytes]) -> ErrorReply | None:
         asking = getattr(client, "cluster_asking", 0)
@@ -50,8 +74,19 @@ class Router:
                 client.cluster_asking = ASKING_NOW
             elif client.multi is None:
                 client.cluster_asking = asking = 0
-        if client.replaying or not _has_keys(cmd):
+        if client.replaying:
             return None
+        kind = self._kinds.get(cmd)
+        if kind is None:
+            kind = self._kinds[cmd] = _classify(cmd)
+        if kind == 0:
+            return None
+        if kind > 0 and len(argv) > kind:  # one key: served here when nothing is special
+            slot = key_hash_slot(argv[kind])
+            state = self.state
+            if state.slots[slot] is state.myself and state.state == STATE_OK and \
+                    slot not in state.migrating and slot not in state.importing:
+                return None
         node, slot, code = self.node_by_query(client, cmd, argv, asking == ASKING_NEXT
                                               or asking == ASKING_NOW)
         if node is self.state.myself and code is None:
