@@ -105,6 +105,7 @@ def test_killed_master_fails_and_restarted_node_rejoins(trio):
         assert "fail" not in _flags_of(node, victim_id)
 
 
+@pytest.mark.slow  # the default suite kills a master of the pykv cluster
 def test_pykv_flags_a_killed_redis_master_and_the_reverse():
     nodes = []
     try:

@@ -1,8 +1,11 @@
 """What the gossip settles between pykv and redis-server nodes: distinct config epochs out
-of a collision (Redis's clusterHandleConfigEpochCollision, both kinds agreeing)."""
+of a collision (Redis's clusterHandleConfigEpochCollision, both kinds agreeing), slots
+taken back from a master that comes back with an old configuration (UPDATE); and a
+cluster of pykv masters made by ``redis-cli --cluster create``."""
 from __future__ import annotations
 
-from support.cluster_nodes import PykvNode, RedisNode, wait_for
+import pytest
+from support.cluster_nodes import PykvNode, RedisNode, addr, cli, myid, wait_for, wait_ok
 
 
 def _epochs(node) -> dict[str, int]:
@@ -11,6 +14,7 @@ def _epochs(node) -> dict[str, int]:
                 for line in c.execute_command("CLUSTER", "NODES").splitlines()}
 
 
+@pytest.mark.slow  # cluster formation takes seconds: the default suite forms two
 def test_config_epoch_collision_is_resolved_across_kinds():
     nodes = []
     try:
@@ -27,6 +31,61 @@ def test_config_epoch_collision_is_resolved_across_kinds():
 
         wait_for(settled, 30, "three distinct config epochs every node agrees on")
         assert sorted(_epochs(head).values()) == [0, 1, 2]
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+@pytest.mark.slow  # cluster formation takes seconds: the default suite forms two
+def test_three_pykv_masters_by_redis_cli_create():
+    nodes = []
+    try:
+        nodes = [PykvNode() for _ in range(3)]
+        out = cli("create", *map(addr, nodes), "--cluster-yes")
+        assert "[OK] All 16384 slots covered." in out
+        wait_ok(nodes)
+        assert "[OK] All nodes agree about slots configuration." in cli("check", addr(nodes[2]))
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def _owner_view(observer, slot: int) -> str:
+    with observer.client() as c:
+        for start, end, master, *_ in c.cluster("slots"):
+            if start <= slot <= end:
+                return master[2].decode()
+    return ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stale_kind", ["pykv", "redis"])
+def test_a_restarted_stale_master_yields_its_reassigned_slots(stale_kind):
+    """While a master is down its slots go to another node with a newer epoch; back up, it
+    still claims them with its old epoch until the others' UPDATE (or the new owner's
+    PINGs) correct it, whichever kind it and they are."""
+    nodes = []
+    try:
+        stale = PykvNode() if stale_kind == "pykv" else RedisNode()
+        nodes = [stale, PykvNode(), RedisNode()]
+        cli("create", *map(addr, nodes), "--cluster-yes")
+        wait_ok(nodes)
+        stale_id, new_owner = myid(stale), nodes[2] if stale_kind == "pykv" else nodes[1]
+        new_id = myid(new_owner)
+        stale.kill()
+        moved = list(range(0, 10))  # redis-cli gave the first node slots 0-5460
+        for node in nodes[1:]:
+            with node.client() as c:
+                for slot in moved:
+                    c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", new_id)
+        with new_owner.client() as c:  # "BUMPED n", or "STILL n" when already the greatest
+            epoch = int(c.execute_command("CLUSTER", "BUMPEPOCH").split()[1])
+        assert epoch > 1  # the stale node, created first, has config epoch 1
+        stale.start()
+        wait_for(lambda: all(_owner_view(stale, s) == new_id for s in moved), 30,
+                 "the restarted node to give up the reassigned slots")
+        assert _owner_view(stale, 10) == stale_id
+        wait_ok(nodes)
     finally:
         for node in nodes:
             node.stop()

@@ -122,6 +122,7 @@ def test_cli_call_and_pubsub_across_kinds(mixed):
             sub.close()
 
 
+@pytest.mark.slow  # the default suite keeps create, workload, ASK and one keyed reshard
 def test_hostnames_propagate_and_redirect_by_hostname(mixed):
     for i, node in enumerate(mixed):
         with node.client() as c:
@@ -218,6 +219,7 @@ def test_ask_and_tryagain_during_a_migration(mixed, source_kind):
     wait_ok(mixed)
 
 
+@pytest.mark.slow  # the default suite keeps create, workload, ASK and one keyed reshard
 def test_reshard_empty_slots_both_ways(mixed):
     redis_node, pykv_node = mixed[0], mixed[1]
     for src, dst in ((redis_node, pykv_node), (pykv_node, redis_node)):
@@ -294,6 +296,7 @@ def test_reshard_with_keys_pykv_to_redis(mixed):
     rc.close()
 
 
+@pytest.mark.slow  # the default suite keeps create, workload, ASK and one keyed reshard
 def test_add_node_and_del_node(mixed):
     extra = PykvNode()
     try:
@@ -308,7 +311,7 @@ def test_add_node_and_del_node(mixed):
         extra.stop()
 
 
-@pytest.mark.slow  # the default suite has 2 pykv + 2 redis-server in test_cluster_failure.py
+@pytest.mark.slow  # the default suite has the 2 redis-server + 1 pykv mix
 def test_reverse_mix_two_pykv_one_redis():
     nodes = []
     try:
