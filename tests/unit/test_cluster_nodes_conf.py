@@ -76,7 +76,9 @@ def test_loads_the_file_redis_writes():
         client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", "5")
         deadline = time.monotonic() + 10
         path = os.path.join(real.dir, "nodes.conf")
-        while b"0-99" not in open(path, "rb").read():
+        # both changes saved (each command's save happens before its reply, but check)
+        while not all(part in open(path, "rb").read() for part in (b" 5 connected 0-99",
+                                                                      b"h1 myself")):
             assert time.monotonic() < deadline, "redis-server never saved its nodes.conf"
             time.sleep(0.05)
         myid = client.execute_command("CLUSTER", "MYID")
