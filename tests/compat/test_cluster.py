@@ -123,6 +123,8 @@ def test_nodes_format(cdiff):
     ("CLUSTER", "BOGUS"),
     ("CLUSTER", "SLOTS"),
     ("CLUSTER", "SHARDS"),
+    ("CLUSTER", "LINKS"),
+    ("INFO", "cluster"),
     ("SELECT", "1"),
     ("SELECT", "0"),
     ("READONLY",),
