@@ -26,12 +26,12 @@ from typing import Any
 
 from pykv.cluster import bus_codec as bc
 from pykv.cluster import nodes_conf
-from pykv.cluster.keyslot import CLUSTER_SLOTS
 from pykv.cluster.state import (
     STATE_FAIL,
     STATE_OK,
     ClusterNode,
     ClusterState,
+    bit_ranges,
     mstime,
     random_name,
 )
@@ -89,6 +89,7 @@ class ClusterBus:
         self.handlers: set[Handler] = set()  # every live link, both directions
         self.todo = 0
         self._todo_scheduled = False
+        self.save_pending = False  # a change to write to nodes.conf at the next cron tick
         self.iteration = 0
         self.first_update_call = 0
         self.among_minority_time = 0
@@ -184,12 +185,19 @@ class ClusterBus:
         todo, self.todo = self.todo, 0
         if todo & TODO_UPDATE_STATE:
             self.update_state()
-        if todo & (TODO_SAVE_CONFIG | TODO_FSYNC_CONFIG):
+        if todo & TODO_FSYNC_CONFIG:
             self.save_config()
+        elif todo & TODO_SAVE_CONFIG:
+            # a change Redis saves without fsync: written by the next cron tick (<= 100 ms),
+            # since replacing the file costs milliseconds (ext4 flushes a file renamed
+            # over another) and a reshard makes several such changes per slot
+            self.save_pending = True
 
-    def save_config(self) -> bool:
+    def save_config(self, fsync: bool = True) -> bool:
+        """clusterSaveConfig (fsynced unless only a save was asked for, as in Redis)."""
+        self.save_pending = False
         try:
-            nodes_conf.save(self.state, self.config_file)
+            nodes_conf.save(self.state, self.config_file, fsync)
             return True
         except OSError as exc:
             log.warning("Could not save the cluster configuration: %s", exc)
@@ -481,21 +489,13 @@ class ClusterBus:
             self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
         sender_master = sender if sender.is_master else sender.slaveof
         dirty = sender_master is not None and bytes(sender_master.slots) != msg.myslots
-        if sender.is_master and dirty:
-            self.update_slots_with(sender, msg.config_epoch, msg.myslots)
         if dirty:
-            claimed = int.from_bytes(msg.myslots, "little")
-            for slot in range(CLUSTER_SLOTS):
-                if not claimed >> slot & 1:
-                    continue
-                owner = state.slots[slot]
-                if owner is None or owner is sender:
-                    continue
-                if owner.config_epoch > msg.config_epoch:
-                    log.debug("Node %s has old slots configuration, sending an UPDATE "
-                              "message about %s", sender.name, owner.name)
-                    self.send_update(sender.link, owner)
-                    break
+            # the slots it claims that we do not see it own: the only ones to look at
+            claimed = int.from_bytes(msg.myslots, "little") & \
+                ~int.from_bytes(sender_master.slots, "little")
+            if sender.is_master:
+                self.update_slots_with(sender, msg.config_epoch, msg.myslots)
+            self._update_stale_claimer(sender, msg.config_epoch, claimed)
         me = self.myself
         if me.is_master and sender.is_master and msg.config_epoch == me.config_epoch:
             self.handle_epoch_collision(sender)
@@ -508,6 +508,21 @@ class ClusterBus:
             sender.hostname = ""
             self.todo_later(TODO_SAVE_CONFIG)
         return True
+
+    def _update_stale_claimer(self, sender: ClusterNode, epoch: int, claimed: int) -> None:
+        """A sender claiming slots a node with a greater config epoch serves gets an
+        UPDATE about that node (one, as Redis sends)."""
+        slots = self.state.slots
+        for first, last in bit_ranges(claimed):
+            for slot in range(first, last + 1):
+                owner = slots[slot]
+                if owner is None or owner is sender:
+                    continue
+                if owner.config_epoch > epoch:
+                    log.debug("Node %s has old slots configuration, sending an UPDATE "
+                              "message about %s", sender.name, owner.name)
+                    self.send_update(sender.link, owner)
+                    return
 
     def update_address(self, node: ClusterNode, handler: Handler, msg: bc.Message) -> bool:
         """nodeUpdateAddressIfNeeded."""
@@ -613,22 +628,19 @@ class ClusterBus:
         if sender is me:
             log.info("Discarding UPDATE message about myself.")
             return
-        claimed = int.from_bytes(slots, "little")
+        # only the slots it claims and does not own yet can change hands
+        claimed = int.from_bytes(slots, "little") & ~int.from_bytes(sender.slots, "little")
         dirty_slots = []
         changed = False
-        slot = 0
-        while claimed:
-            if claimed & 1:
+        for first, last in bit_ranges(claimed):
+            for slot in range(first, last + 1):
                 owner = state.slots[slot]
-                if owner is not sender and slot not in state.importing and \
-                        (owner is None or owner.config_epoch < epoch):
+                if slot not in state.importing and (owner is None or owner.config_epoch < epoch):
                     if owner is me and self.count_keys_in_slot(slot):
                         dirty_slots.append(slot)
                     state.del_slot(slot)
                     state.add_slot(sender, slot)
                     changed = True
-            claimed >>= 1
-            slot += 1
         if changed:
             self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
         if me.numslots == 0 and changed:
@@ -712,6 +724,8 @@ class ClusterBus:
     def cron(self) -> None:
         """clusterCron, every 100 ms."""
         self.iteration += 1
+        if self.save_pending:
+            self.save_config(fsync=False)
         self.refresh_myself()
         state = self.state
         now = mstime()
@@ -775,11 +789,11 @@ class ClusterBus:
                 now - self.first_update_call < WRITABLE_DELAY_MS:
             return
         new_state = STATE_OK
-        if self.config.cluster_require_full_coverage:
-            for owner in state.slots:
-                if owner is None or owner.flags & bc.F_FAIL:
-                    new_state = STATE_FAIL
-                    break
+        # every slot served by a node not FAIL (whole-list tests, not a loop over slots)
+        if self.config.cluster_require_full_coverage and (
+                None in state.slots or any(n.numslots and n.flags & bc.F_FAIL
+                                           for n in state.nodes.values())):
+            new_state = STATE_FAIL
         size = reachable = 0
         for node in state.nodes.values():
             if node.is_master and node.numslots:

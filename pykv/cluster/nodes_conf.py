@@ -1,6 +1,7 @@
 """nodes.conf (``cluster-config-file``): Redis 7.0's format, read at start, written
-atomically (a temporary file in the same directory, fsynced, renamed over the old one,
-then the directory fsynced).
+atomically (a temporary file in the same directory renamed over the old one; with
+``fsync``, as Redis does for epoch and slot-ownership changes, the file is fsynced before
+the rename and the directory after it).
 
 The file is CLUSTER NODES (without nodes in handshake) plus a last line
 ``vars currentEpoch N lastVoteEpoch M``. Loading it is clusterLoadConfig: a node line's
@@ -24,18 +25,21 @@ def render(state: ClusterState) -> str:
         f"vars currentEpoch {state.current_epoch} lastVoteEpoch {state.last_vote_epoch}\n"
 
 
-def save(state: ClusterState, path: str) -> None:
-    """Write ``path`` atomically and durably."""
+def save(state: ClusterState, path: str, fsync: bool = True) -> None:
+    """Write ``path`` atomically (and durably when ``fsync``)."""
     content = render(state).encode()
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f"temp-{os.getpid()}-{os.path.basename(path)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, content)
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if not fsync:
+        return
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:

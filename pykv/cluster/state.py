@@ -41,7 +41,11 @@ def flags_text(flags: int) -> str:
 
 def slot_ranges(bits: bytes | bytearray) -> list[tuple[int, int]]:
     """The runs of set bits of a slots bitmap (bit ``s & 7`` of byte ``s >> 3``)."""
-    value = int.from_bytes(bits, "little")
+    return bit_ranges(int.from_bytes(bits, "little"))
+
+
+def bit_ranges(value: int) -> list[tuple[int, int]]:
+    """The runs of set bits of ``value`` (bit 0 first), as (first, last) pairs."""
     if not value:
         return []
     text = format(value, "b")[::-1]
