@@ -89,3 +89,26 @@ def test_a_restarted_stale_master_yields_its_reassigned_slots(stale_kind):
     finally:
         for node in nodes:
             node.stop()
+
+
+@pytest.mark.slow  # thousands of slot moves: ~30 s here
+def test_rebalance_onto_an_added_empty_pykv_master():
+    nodes = []
+    try:
+        nodes = [PykvNode(), RedisNode(), PykvNode()]
+        cli("create", *map(addr, nodes), "--cluster-yes")
+        wait_ok(nodes)
+        nodes.append(PykvNode())
+        cli("add-node", addr(nodes[3]), addr(nodes[0]))
+        wait_ok(nodes)
+        cli("rebalance", addr(nodes[1]), "--cluster-use-empty-masters", "--cluster-yes",
+            timeout=300)
+        wait_ok(nodes)
+        with nodes[3].client() as c:
+            mine = sum(e - s + 1 for s, e, master, *_ in c.cluster("slots")
+                       if master[1] == nodes[3].port)
+        assert 4000 <= mine <= 4200  # a quarter of the slots
+        assert "[OK] All nodes agree about slots configuration." in cli("check", addr(nodes[2]))
+    finally:
+        for node in nodes:
+            node.stop()
