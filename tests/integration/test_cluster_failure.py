@@ -13,12 +13,10 @@ import pytest
 from support.cluster_nodes import (
     PykvNode,
     RedisNode,
-    addr,
-    cli,
     cluster_info,
+    created,
     myid,
     wait_for,
-    wait_ok,
 )
 
 from pykv.cluster import bus_codec as bc
@@ -107,12 +105,8 @@ def test_killed_master_fails_and_restarted_node_rejoins(trio):
 
 @pytest.mark.slow  # the default suite kills a master of the pykv cluster
 def test_pykv_flags_a_killed_redis_master_and_the_reverse():
-    nodes = []
-    try:
-        nodes = [PykvNode(NODE_TIMEOUT), RedisNode(NODE_TIMEOUT), PykvNode(NODE_TIMEOUT),
-                 RedisNode(NODE_TIMEOUT)]
-        cli("create", *map(addr, nodes), "--cluster-yes")
-        wait_ok(nodes)
+    pykv, real = (lambda: PykvNode(NODE_TIMEOUT)), (lambda: RedisNode(NODE_TIMEOUT))
+    with created(pykv, real, pykv, real) as nodes:
         redis_victim, pykv_victim = nodes[1], nodes[2]
         ids = myid(redis_victim), myid(pykv_victim)
         redis_victim.kill()
@@ -123,9 +117,6 @@ def test_pykv_flags_a_killed_redis_master_and_the_reverse():
         wait_for(lambda: "fail?" in _flags_of(nodes[3], ids[1]), 20,
                  "redis-server to see the killed pykv master as PFAIL")
         assert cluster_info(nodes[0])["cluster_state"] == "fail"
-    finally:
-        for node in nodes:
-            node.stop()
 
 
 def test_pykv_cluster_client_fixture(pykv_cluster_client):

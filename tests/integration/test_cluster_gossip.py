@@ -5,7 +5,17 @@ cluster of pykv masters made by ``redis-cli --cluster create``."""
 from __future__ import annotations
 
 import pytest
-from support.cluster_nodes import PykvNode, RedisNode, addr, cli, myid, wait_for, wait_ok
+from support.cluster_nodes import (
+    PykvNode,
+    RedisNode,
+    addr,
+    cli,
+    cluster_info,
+    created,
+    myid,
+    wait_for,
+    wait_ok,
+)
 
 
 def _epochs(node) -> dict[str, int]:
@@ -38,16 +48,10 @@ def test_config_epoch_collision_is_resolved_across_kinds():
 
 @pytest.mark.slow  # cluster formation takes seconds: the default suite forms two
 def test_three_pykv_masters_by_redis_cli_create():
-    nodes = []
-    try:
-        nodes = [PykvNode() for _ in range(3)]
-        out = cli("create", *map(addr, nodes), "--cluster-yes")
-        assert "[OK] All 16384 slots covered." in out
-        wait_ok(nodes)
-        assert "[OK] All nodes agree about slots configuration." in cli("check", addr(nodes[2]))
-    finally:
+    with created(PykvNode, PykvNode, PykvNode) as nodes:
         for node in nodes:
-            node.stop()
+            assert cluster_info(node)["cluster_size"] == "3"
+        assert "[OK] All nodes agree about slots configuration." in cli("check", addr(nodes[2]))
 
 
 def _owner_view(observer, slot: int) -> str:
@@ -64,12 +68,9 @@ def test_a_restarted_stale_master_yields_its_reassigned_slots(stale_kind):
     """While a master is down its slots go to another node with a newer epoch; back up, it
     still claims them with its old epoch until the others' UPDATE (or the new owner's
     PINGs) correct it, whichever kind it and they are."""
-    nodes = []
-    try:
-        stale = PykvNode() if stale_kind == "pykv" else RedisNode()
-        nodes = [stale, PykvNode(), RedisNode()]
-        cli("create", *map(addr, nodes), "--cluster-yes")
-        wait_ok(nodes)
+    with created(PykvNode if stale_kind == "pykv" else RedisNode, PykvNode,
+                 RedisNode) as nodes:
+        stale = nodes[0]
         stale_id, new_owner = myid(stale), nodes[2] if stale_kind == "pykv" else nodes[1]
         new_id = myid(new_owner)
         stale.kill()
@@ -86,18 +87,11 @@ def test_a_restarted_stale_master_yields_its_reassigned_slots(stale_kind):
                  "the restarted node to give up the reassigned slots")
         assert _owner_view(stale, 10) == stale_id
         wait_ok(nodes)
-    finally:
-        for node in nodes:
-            node.stop()
 
 
 @pytest.mark.slow  # thousands of slot moves: ~30 s here
 def test_rebalance_onto_an_added_empty_pykv_master():
-    nodes = []
-    try:
-        nodes = [PykvNode(), RedisNode(), PykvNode()]
-        cli("create", *map(addr, nodes), "--cluster-yes")
-        wait_ok(nodes)
+    with created(PykvNode, RedisNode, PykvNode) as nodes:
         nodes.append(PykvNode())
         cli("add-node", addr(nodes[3]), addr(nodes[0]))
         wait_ok(nodes)
@@ -109,6 +103,3 @@ def test_rebalance_onto_an_added_empty_pykv_master():
                        if master[1] == nodes[3].port)
         assert 4000 <= mine <= 4200  # a quarter of the slots
         assert "[OK] All nodes agree about slots configuration." in cli("check", addr(nodes[2]))
-    finally:
-        for node in nodes:
-            node.stop()

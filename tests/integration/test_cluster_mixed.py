@@ -14,6 +14,7 @@ from support.cluster_nodes import (
     addr,
     cli,
     cluster_info,
+    created,
     myid,
     wait_for,
     wait_ok,
@@ -52,15 +53,8 @@ def workload(rc: RedisCluster, prefix: str) -> None:
 @pytest.fixture(scope="module")
 def mixed():
     """2 redis-server masters and 1 pykv master (the pykv node in the middle)."""
-    nodes = []
-    try:
-        nodes = [RedisNode(), PykvNode(), RedisNode()]
-        cli("create", *map(addr, nodes), "--cluster-yes")
-        wait_ok(nodes)
+    with created(RedisNode, PykvNode, RedisNode) as nodes:
         yield nodes
-    finally:
-        for node in nodes:
-            node.stop()
 
 
 def test_create_and_check(mixed):
@@ -313,15 +307,8 @@ def test_add_node_and_del_node(mixed):
 
 @pytest.mark.slow  # the default suite has the 2 redis-server + 1 pykv mix
 def test_reverse_mix_two_pykv_one_redis():
-    nodes = []
-    try:
-        nodes = [PykvNode(), RedisNode(), PykvNode()]
-        cli("create", *map(addr, nodes), "--cluster-yes")
-        wait_ok(nodes)
+    with created(PykvNode, RedisNode, PykvNode) as nodes:
         rc = RedisCluster(host="127.0.0.1", port=nodes[1].port)
         workload(rc, "rev")
         rc.close()
         assert "[OK] All 16384 slots covered." in cli("check", addr(nodes[0]))
-    finally:
-        for node in nodes:
-            node.stop()

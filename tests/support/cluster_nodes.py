@@ -2,6 +2,7 @@
 on a free port with a free bus port (``cluster-port``), and ``redis-cli --cluster``."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
@@ -127,3 +128,19 @@ def wait_ok(nodes, timeout: float = 30) -> None:
 def myid(node) -> str:
     with node.client(decode_responses=True) as c:
         return c.execute_command("CLUSTER", "MYID")
+
+
+@contextlib.contextmanager
+def created(*factories):
+    """Nodes from ``factories`` (e.g. ``PykvNode, RedisNode``) formed by ``redis-cli
+    --cluster create``, ok everywhere; all stopped afterwards."""
+    nodes = []
+    try:
+        for factory in factories:
+            nodes.append(factory())
+        cli("create", *map(addr, nodes), "--cluster-yes")
+        wait_ok(nodes)
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
