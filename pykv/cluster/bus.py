@@ -114,6 +114,10 @@ class ClusterBus:
     def bind(self) -> list:
         """Bind the bus port (port + 10000, or cluster-port): Redis aborts when it can't."""
         cfg = self.config
+        if not cfg.cluster_port and cfg.port > 65535 - PORT_INCR:
+            raise ValueError("Redis port number too high. Cluster communication port is "
+                             "10,000 port numbers higher than your Redis port. Your Redis "
+                             "port number must be 55535 or less.")
         port = cfg.cluster_port or cfg.port + PORT_INCR
         try:
             return cluster_bus.bind(list(cfg.bind), port, int(getattr(cfg, "tcp_backlog", 511)))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import redis
-from support.servers import RealRedis
+from support.cluster_nodes import RedisNode
 
 from pykv.cluster import bus_codec as bc
 
@@ -40,14 +40,14 @@ def _wait_known(client: redis.Redis, count: int) -> None:
 @pytest.fixture(scope="module")
 def captured():
     """MEET (with gossip and the hostname extension) and PONG from a real node."""
-    a = RealRedis(extra=["--cluster-enabled", "yes", "--cluster-announce-hostname", "node-a"])
-    b = RealRedis(extra=["--cluster-enabled", "yes"])
+    a = RedisNode(extra=["--cluster-announce-hostname", "node-a"])
+    b = RedisNode()
     listener = socket.socket()
     try:
         ca, cb = redis.Redis(port=a.port), redis.Redis(port=b.port)
         ca.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "100")
         cb.execute_command("CLUSTER", "ADDSLOTS", "5000")
-        ca.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port)
+        ca.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port, b.cport)
         _wait_known(ca, 2)
         listener.bind(("127.0.0.1", 0))
         listener.listen()
@@ -59,7 +59,7 @@ def captured():
         conn.settimeout(10)
         meet = _read_message(conn)
         conn.close()
-        out = socket.create_connection(("127.0.0.1", a.port + 10000), timeout=10)
+        out = socket.create_connection(("127.0.0.1", a.cport), timeout=10)
         ping = bc.Message(bc.PING, os.urandom(20).hex().encode(), port=1, cport=2,
                           mflags=bytes([bc.MF_EXT_DATA, 0, 0]))
         # the gossip entries are chosen at random: ping until a PONG carries one
@@ -71,7 +71,8 @@ def captured():
                 break
         out.close()
         yield {"meet": meet, "pong": pong, "a": ca.execute_command("CLUSTER", "MYID"),
-               "b": cb.execute_command("CLUSTER", "MYID"), "a_port": a.port}
+               "b": cb.execute_command("CLUSTER", "MYID"), "a_port": a.port,
+               "a_cport": a.cport}
     finally:
         listener.close()
         a.stop()
@@ -81,7 +82,7 @@ def captured():
 def test_meet_from_redis(captured):
     msg = bc.decode(captured["meet"])
     assert msg.type == bc.MEET and msg.sender == captured["a"]
-    assert msg.port == captured["a_port"] and msg.cport == captured["a_port"] + 10000
+    assert msg.port == captured["a_port"] and msg.cport == captured["a_cport"]
     assert msg.flags == bc.F_MYSELF | bc.F_MASTER and msg.slaveof is None
     assert msg.hostname == "node-a"
     assert {g.name for g in msg.gossip} <= {captured["b"]}  # random pick: b or nothing

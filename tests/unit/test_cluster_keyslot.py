@@ -6,7 +6,7 @@ import random
 
 import pytest
 import redis
-from support.servers import RealRedis
+from support.cluster_nodes import RedisNode
 
 from pykv.cluster.keyslot import key_hash_slot
 from pykv.cluster.slot_index import SlotIndex
@@ -26,7 +26,7 @@ def _keys() -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def real_cluster_node():
-    server = RealRedis(extra=["--cluster-enabled", "yes"])
+    server = RedisNode()
     yield server
     server.stop()
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 import redis
-from support.servers import RealRedis
+from support.cluster_nodes import RedisNode
 
 from pykv.cluster import bus_codec as bc
 from pykv.cluster import nodes_conf
@@ -69,7 +69,7 @@ def test_bad_files_raise_a_clear_error(text):
 
 
 def test_loads_the_file_redis_writes():
-    real = RealRedis(extra=["--cluster-enabled", "yes", "--cluster-announce-hostname", "h1"])
+    real = RedisNode(extra=["--cluster-announce-hostname", "h1"])
     try:
         client = redis.Redis(port=real.port, decode_responses=True)
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "99")
