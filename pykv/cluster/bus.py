@@ -208,7 +208,13 @@ class ClusterBus:
             return False
 
     # -- links ----------------------------------------------------------------------------
+    def _max_message(self) -> int:
+        """The largest message a peer may send: a PUBLISH of a channel and a message of
+        proto-max-bulk-len each (what Redis itself could send); longer closes the link."""
+        return 2 * int(self.config.proto_max_bulk_len) + bc.HEADER_LEN + 8
+
     def _accept(self, link: cluster_bus.BusLink) -> None:
+        link.max_message = self._max_message()
         handler = Handler(self, link, None)
         link.handler = handler
         self.handlers.add(handler)
@@ -251,6 +257,7 @@ class ClusterBus:
         if self.state.nodes.get(node.name) is not node or node.link is not None:
             link.close()
             return
+        link.max_message = self._max_message()
         handler = Handler(self, link, node)
         link.handler = handler
         self.handlers.add(handler)

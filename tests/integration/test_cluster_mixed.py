@@ -109,10 +109,14 @@ def test_cli_call_and_pubsub_across_kinds(mixed):
             sub = sub_client.pubsub()
             sub.subscribe("news")
             assert sub.get_message(timeout=5)["type"] == "subscribe"
+            big = b"x" * (3 << 20)  # a message larger than any socket buffer
             with source.client() as pub:
                 pub.publish("news", "hello")
+                pub.publish("news", big)
             msg = sub.get_message(timeout=10)
             assert msg is not None and msg["data"] == b"hello", msg
+            msg = sub.get_message(timeout=10)
+            assert msg is not None and msg["data"] == big
             sub.close()
 
 
