@@ -124,6 +124,12 @@ def test_nodes_format(cdiff):
     ("CLUSTER", "SLOTS"),
     ("CLUSTER", "SHARDS"),
     ("CLUSTER", "LINKS"),
+    ("CLUSTER", "FLUSHSLOTS"),
+    ("CLUSTER", "SAVECONFIG"),
+    ("CLUSTER", "MYID"),
+    ("CLUSTER", "COUNT-FAILURE-REPORTS", "<myid>"),
+    ("CLUSTER", "REPLICAS", "<myid>"),
+    ("CLUSTER", "SLAVES", "<myid>"),
     ("INFO", "cluster"),
     ("SELECT", "1"),
     ("SELECT", "0"),
@@ -208,6 +214,16 @@ def test_transactions_scripts_and_shard_channels(cdiff, script):
 def test_scripts_touching_keys_that_are_not_local(cdiff, script):
     cdiff("CLUSTER", "ADDSLOTS", "12182")
     cdiff("EVAL", script, "0")
+
+
+def test_flushslots_and_reset_refused_with_keys(cdiff):
+    cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    cdiff("SET", "{t}a", "1")
+    cdiff("CLUSTER", "FLUSHSLOTS")
+    cdiff("CLUSTER", "RESET")
+    cdiff("DEL", "{t}a")
+    cdiff("CLUSTER", "FLUSHSLOTS")
+    cdiff("CLUSTER", "INFO")
 
 
 def test_keys_in_slot_order_and_counts(cdiff):
