@@ -17,6 +17,7 @@ parameter — and this module fills it:
 """
 from __future__ import annotations
 
+from pykv.cluster import install as cluster_install
 from pykv.commands import acl, info, load_all_commands, memory_cmd, monitor, scripting
 from pykv.config import Config
 from pykv.replication import master as replication_master
@@ -50,4 +51,5 @@ def build_server(config: Config | None = None) -> Server:
     server.format_monitor_line = monitor.format_monitor_line
     server.parse_shebang = scripting.parse_shebang
     server.startup_hooks.append(lambda: memory_cmd.record_startup(server))
+    server.cluster = cluster_install.install(server)  # None unless cluster-enabled yes
     return server

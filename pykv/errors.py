@@ -43,6 +43,33 @@ NOPROTO = ErrorReply(b"NOPROTO unsupported protocol version")
 NOSCRIPT = ErrorReply(b"NOSCRIPT No matching script. Please use EVAL.")
 CLUSTER_DISABLED = ErrorReply(b"ERR This instance has cluster support disabled")
 
+# -- cluster mode (pykv.cluster, pykv.commands.cluster) ---------------------------------------
+CROSSSLOT = ErrorReply(b"CROSSSLOT Keys in request don't hash to the same slot")
+TRYAGAIN = ErrorReply(b"TRYAGAIN Multiple keys request during rehashing of slot")
+CLUSTERDOWN = ErrorReply(b"CLUSTERDOWN The cluster is down")
+CLUSTERDOWN_RO = ErrorReply(b"CLUSTERDOWN The cluster is down and only accepts read commands")
+CLUSTERDOWN_UNBOUND = ErrorReply(b"CLUSTERDOWN Hash slot not served")
+SELECT_IN_CLUSTER = ErrorReply(b"ERR SELECT is not allowed in cluster mode")
+SWAPDB_IN_CLUSTER = ErrorReply(b"ERR SWAPDB is not allowed in cluster mode")
+# redis.call refused in cluster mode (texts; the script layer adds " script: ..., on ...")
+SCRIPT_NON_LOCAL_KEY = b"ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_CLUSTER_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
+SCRIPT_CLUSTER_DOWN_RO = (b"ERR Script attempted to execute a write command while the "
+                          b"cluster is down and readonly")
+CLUSTER_INVALID_SLOT = ErrorReply(b"ERR Invalid or out of range slot")
+CLUSTER_NO_REPLICATION = ErrorReply(
+    b"ERR pykv cluster nodes do not support replicas yet (CLUSTER REPLICATE/FAILOVER)")
+
+
+def cluster_redirect(kind: str, slot: int, host: str, port: int) -> ErrorReply:
+    """``-MOVED slot host:port`` or ``-ASK slot host:port`` (clusterRedirectClient)."""
+    return ErrorReply(f"{kind} {slot} {host}:{port}".encode())
+
+
+def cluster_error(text: str) -> ErrorReply:
+    """A CLUSTER subcommand's ``ERR ...`` text (they are many and each used once)."""
+    return ErrorReply(("ERR " + text).encode("utf-8", "surrogateescape"))
+
 
 def unknown_command(argv: list[bytes]) -> ErrorReply:
     """``unknown command 'x', with args beginning with: 'a' 'b' `` (128-byte budgets).

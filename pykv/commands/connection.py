@@ -38,6 +38,8 @@ def quit_(c, argv):
 @command("select")
 def select(c, argv):
     index = parse_int(argv[1])
+    if c.server.cluster is not None and index != 0:
+        return errors.SELECT_IN_CLUSTER
     if not 0 <= index < len(c.server.dbs):
         return errors.DB_INDEX_OUT_OF_RANGE
     c.select(index)

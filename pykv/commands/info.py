@@ -217,7 +217,7 @@ def _clients(server: Any) -> Fields:
     blocking = getattr(server, "blocking", None)
     return [
         ("connected_clients", len(clients)),
-        ("cluster_connections", 0),
+        ("cluster_connections", server.cluster.link_count() if server.cluster is not None else 0),
         ("maxclients", server.config.maxclients),
         # the cron's peaks over the last 8 seconds (pykv.server.client_evict)
         ("client_recent_max_input_buffer", server.client_evictor.recent_max_input()),
@@ -455,7 +455,7 @@ def _latencystats(server: Any) -> Fields:
 
 
 def _cluster(server: Any) -> Fields:
-    return [("cluster_enabled", 0)]
+    return [("cluster_enabled", 1 if server.cluster is not None else 0)]
 
 
 def _keyspace(server: Any) -> Fields:

@@ -96,11 +96,15 @@ def unsubscribe_all(c) -> None:
 
 @command("publish")
 def publish(c, argv):
+    if c.server.cluster is not None:  # every node of the cluster delivers it too
+        c.server.cluster.bus.publish(argv[1], argv[2])
     return c.server.pubsub.publish(argv[1], argv[2])
 
 
 @command("spublish")
 def spublish(c, argv):
+    if c.server.cluster is not None:  # the shard's replicas deliver it too
+        c.server.cluster.bus.publish(argv[1], argv[2], shard=True)
     return c.server.pubsub.spublish(argv[1], argv[2])
 
 

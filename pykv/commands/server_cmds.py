@@ -64,6 +64,8 @@ def _int_index(arg: bytes) -> int | None:
 
 @command("swapdb")
 def swapdb(c, argv):
+    if c.server.cluster is not None:
+        return errors.SWAPDB_IN_CLUSTER
     first = _int_index(argv[1])
     if first is None:
         return errors.INVALID_FIRST_DB_INDEX

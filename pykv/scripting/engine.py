@@ -411,6 +411,10 @@ class Engine:
                 return TAG_ERROR, denied
         if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
             return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
+        if server.cluster is not None and caller is not None:  # scriptVerifyClusterState
+            refused = server.cluster.script_check(caller, cmd, argv)
+            if refused is not None:
+                return TAG_ERROR, refused
         if cmd.is_write:
             if ctx.read_only:
                 return TAG_ERROR, _ERR_RO

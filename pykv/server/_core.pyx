@@ -197,6 +197,8 @@ cdef class ServerCore:
     # writes refused (replica-read-only), non-stale commands refused (link down and
     # replica-serve-stale-data no)
     cdef public bint replica_read_only, replica_deny_stale
+    # cluster mode: the slot router (pykv.cluster.router.Router, plugged in by pykv.assemble)
+    cdef public object cluster
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -400,6 +402,17 @@ cdef class ClientCore:
         if cmd.protected_by is not None and not self.protected_allowed(cmd.protected_by):
             self.reject(errors.protected_refused(cmd.protected_by), cmd)
             return
+        if server.cluster is not None:  # Redis's getNodeByQuery: -MOVED, -ASK, -CROSSSLOT...
+            err = server.cluster.check(self, cmd, argv)
+            if err is not None:
+                if cmd.fullname == "exec":
+                    discard_transaction(self)
+                elif self.multi is not None:
+                    self.multi_dirty = True
+                cmd.rejected_calls += 1
+                server.count_error(err)
+                self.add_reply(err)
+                return
         if server.maxmemory and not self.replaying:
             server.pre_command_oom = server.evictor.perform()
             if server.pre_command_oom and _oom_refuses(self, cmd):

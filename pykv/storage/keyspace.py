@@ -57,7 +57,7 @@ class Database:
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
         "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty", "mem_sizes",
-        "mem_total",
+        "mem_total", "slot_index",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -97,6 +97,8 @@ class Database:
         self.mem_dirty: set[bytes] = set()
         self.mem_sizes: dict[bytes, int] = {}
         self.mem_total = 0
+        # cluster mode, database 0: the keys per hash slot (pykv.cluster.slot_index)
+        self.slot_index: Any = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -179,6 +181,8 @@ class Database:
         """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
         if self.on_new_key is not None and key not in self.data:
             self.on_new_key(self, key)  # Redis fires "new" inside dbAdd, before the command's
+        if self.slot_index is not None and key not in self.data:
+            self.slot_index.add(key)
         self.data[key] = value
         if not self.lfu:
             self.access[key] = self.clock.sec
@@ -230,6 +234,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.slot_index is not None:
+            self.slot_index.remove(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
         self.mem_dirty.add(key)
@@ -244,6 +250,8 @@ class Database:
             if key in self.data:
                 self.on_key_ready(self, key)
         self.data = {}
+        if self.slot_index is not None:
+            self.slot_index.clear()
         self.expires = {}
         self.access = {}
         self._expire_snapshot = []

@@ -373,6 +373,8 @@ class RdbPersistence:
             if not replace and key in db.data:
                 raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
             db.data[key] = value
+            if db.slot_index is not None:  # cluster mode: the keys per slot
+                db.slot_index.add(key)
             db.mem_dirty.add(key)
             if expire_ms >= 0:
                 db.expires[key] = expire_ms

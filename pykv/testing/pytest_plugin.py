@@ -11,6 +11,10 @@ Fixtures:
 ``pykv_server_factory``  ``pykv_server_factory(**Server kwargs)`` starts a dedicated server
                          (own options, e.g. ``config={"maxclients": 2}``), stopped when the
                          test ends.
+``pykv_cluster``         a ``pykv.testing.Cluster`` of three pykv masters for the session
+                         (``cluster_state:ok`` before the first test that uses it).
+``pykv_cluster_client``  a ``redis.cluster.RedisCluster`` on that cluster, every node
+                         flushed first; closed after the test.
 
 Under pytest-xdist every worker is its own session, so each worker gets its own server
 (``pykv.testing.Server`` retries on another port if two workers picked the same one).
@@ -30,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from pykv.testing.cluster import Cluster
 from pykv.testing.server import Server
 
 _LOG_TAIL = 200  # lines of server log attached to a failing test
@@ -149,6 +154,25 @@ def pykv_server_factory(request: pytest.FixtureRequest) -> Iterator[Callable[...
     for server in started:
         # keep the log readable for the report hook until after the test's report
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pykv_cluster() -> Iterator[Cluster]:
+    """Three pykv masters formed into one Redis Cluster, shared by the session."""
+    with Cluster(3) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pykv_cluster_client(pykv_cluster: Cluster, request: pytest.FixtureRequest
+                        ) -> Iterator[Any]:
+    """A ``redis.cluster.RedisCluster`` on the session cluster, flushed first."""
+    for node in pykv_cluster.nodes:
+        _watch(request, node)
+    pykv_cluster.flush()
+    client = pykv_cluster.client()
+    yield client
+    client.close()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -123,12 +123,13 @@ def shows_logo(config: Any) -> bool:
 
 def announce(config: Any, port: int) -> None:
     """The logo (or its one-line form), then ``Server initialized`` and the warnings."""
+    mode = "cluster" if config.cluster_enabled else "standalone"
     if shows_logo(config):
         if log.isEnabledFor(logging.INFO):
             log_raw(_logo().format(version=REDIS_VERSION, sha=GIT_SHA1, dirty=0, bits=64,
-                                   mode="standalone", port=port, pid=os.getpid()), config)
+                                   mode=mode, port=port, pid=os.getpid()), config)
     else:
-        log.info("Running mode=standalone, port=%d.", port)
+        log.info("Running mode=%s, port=%d.", mode, port)
     somaxconn = _read_int("/proc/sys/net/core/somaxconn")
     if somaxconn is not None and somaxconn < config.tcp_backlog:
         log.warning("WARNING: The TCP backlog setting of %d cannot be enforced because "

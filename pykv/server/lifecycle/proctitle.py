@@ -1,8 +1,8 @@
 """``set-proc-title`` / ``proc-title-template``: the process title ``ps`` shows.
 
 The template's variables are Redis's: ``{title}`` (the program name), ``{listen-addr}``
-(first bind address and port, or ``unixsocket:path``), ``{server-mode}`` (empty for a
-standalone server), ``{config-file}``, ``{port}``, ``{tls-port}``, ``{unixsocket}``.
+(first bind address and port, or ``unixsocket:path``), ``{server-mode}`` (``[cluster]`` in
+cluster mode, else empty), ``{config-file}``, ``{port}``, ``{tls-port}``, ``{unixsocket}``.
 
 The title is set with the ``setproctitle`` package when it is installed (it rewrites
 argv, so ``ps`` and ``/proc/PID/cmdline`` show it). Without it, ``prctl(PR_SET_NAME)``
@@ -44,7 +44,7 @@ def expand(template: str, config: Any, title: str) -> str:
                 return f"{bind}:{config.port}"
             return f"unixsocket:{config.unixsocket}"
         if name == "server-mode":
-            return ""
+            return "[cluster]" if getattr(config, "cluster_enabled", False) else ""
         if name == "config-file":
             return getattr(config, "config_file", None) or "-"
         if name == "port":

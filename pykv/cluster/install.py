@@ -1,0 +1,76 @@
+"""Cluster mode at start-up: nodes.conf loaded (or a new node created and saved), the
+per-slot key index on database 0, the bus opened next to the client listeners, and the
+dispatcher's router installed as ``server.cluster``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from pykv.cluster import bus_codec as bc
+from pykv.cluster import nodes_conf
+from pykv.cluster.bus import ClusterBus
+from pykv.cluster.router import Router
+from pykv.cluster.slot_index import SlotIndex
+from pykv.cluster.state import ClusterNode, ClusterState, random_name
+
+log = logging.getLogger("pykv")
+
+
+def load_state(path: str) -> ClusterState:
+    """nodes.conf's state, or a new node (``myself,master``) saved at once, as Redis does."""
+    state = nodes_conf.load(path)
+    if state is not None:
+        log.info("Node configuration loaded, I'm %s", state.myself.name)
+        return state
+    myself = ClusterNode(random_name(), bc.F_MYSELF | bc.F_MASTER)
+    log.info("No cluster configuration found, I'm %s", myself.name)
+    state = ClusterState(myself)
+    nodes_conf.save(state, path)
+    return state
+
+
+def install(server: Any) -> Router | None:
+    """Cluster mode for ``server`` when ``cluster-enabled yes``, else None."""
+    cfg = server.config
+    if not cfg.cluster_enabled:
+        return None
+    path = os.path.join(cfg.dir, cfg.cluster_config_file) \
+        if not os.path.isabs(cfg.cluster_config_file) else cfg.cluster_config_file
+    state = load_state(path)
+    bus = ClusterBus(server, state, path)
+    db0 = server.dbs[0]
+    db0.slot_index = SlotIndex()
+    bus.count_keys_in_slot = db0.slot_index.count
+    bus.del_keys_in_slot = lambda slot: _del_keys_in_slot(server, slot)
+    bus.deliver_publish = lambda channel, message, shard: (
+        server.pubsub.spublish if shard else server.pubsub.publish)(channel, message)
+    bus.refresh_myself()
+    router = Router(bus, db0)
+    server.startup_hooks.append(lambda: _start(bus))
+    server.shutdown_hooks.append(bus.save_config)
+    return router
+
+
+def _start(bus: ClusterBus) -> None:
+    socks = bus.bind()  # a ValueError here stops the start-up with Redis's message
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(bus.start(socks))
+
+    def done(t: asyncio.Task) -> None:
+        if not t.cancelled() and t.exception() is not None:
+            log.warning("Could not open the cluster bus port: %s", t.exception())
+
+    task.add_done_callback(done)
+
+
+def _del_keys_in_slot(server: Any, slot: int) -> int:
+    """delKeysInSlot: the keys of a slot this node lost, deleted and propagated."""
+    db0 = server.dbs[0]
+    keys = db0.slot_index.get_keys(slot, 1 << 62)
+    for key in keys:
+        if db0.delete(key) and server.propagate is not None:
+            server.propagate(0, [b"DEL", key])
+    return len(keys)
