@@ -178,11 +178,10 @@ CASES: list[tuple[list[tuple], tuple]] = [
 # write commands without a case here, and why
 EXEMPT = {
     "restore": "needs a DUMP payload (tests/compat/test_dump_restore.py)",
-    "restore-asking": "RESTORE in an importing slot (tests/integration/test_cluster_mixed.py)",
     "function": "functions are not keys",
     "flushall": "covered by tests/compat/test_transactions.py (FLUSHALL touches watchers)",
     "migrate": "needs a second server",
-    "restore-asking": "RESTORE under another name (tests/integration/test_migrate.py)",
+    "restore-asking": "RESTORE under another name (tests/integration/test_migrate.py, test_cluster_mixed.py)",
 }
 
 
