@@ -73,7 +73,7 @@ class Job:
         self.password: bytes | None = None
         # (key, value object, DUMP payload, absolute expiry in ms or -1)
         self.items: list[tuple[bytes, Any, bytes, int]] = []
-        # a cluster node sends RESTORE-ASKING; pykv always runs as cluster-enabled no
+        # a cluster node sends RESTORE-ASKING (the target's slot may be importing)
         self.restore = b"RESTORE"
 
 
@@ -368,6 +368,8 @@ def parse(c: Any, argv: list[bytes]) -> tuple[Job, list[bytes]]:
     """The options (Redis's order of checks), with passwords redacted from the argv that
     SLOWLOG and MONITOR see; raises the error reply."""
     job = Job()
+    if c.server.cluster is not None:
+        job.restore = b"RESTORE-ASKING"
     first_key, num_keys = 3, 1
     j = 6
     while j < len(argv):
