@@ -28,6 +28,7 @@ PYX_MODULES = [
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",
     "pykv/storage/_aof_feed.pyx",  # the AOF buffer the dispatcher feeds
+    "pykv/storage/_listpack.pyx",  # small hashes/zsets packed in one buffer
     # the RDMA transport's per-request path: windows, session, CQ handler, software fabric
     "pykv/rdma/cverbs.pyx",
     "pykv/rdma/window.pyx",

@@ -8,12 +8,18 @@ function of the contents, because Redis's encoding depends on history too.
 
 A dict keeps insertion order, which is exactly a listpack's order (an update keeps the
 field's place, a new field goes to the end), so small hashes reply in Redis's order.
+
+While it is a listpack the fields live in one packed buffer (``ListpackMap``, Redis's own
+listpack bytes: field, value, field, value... in insertion order, so small hashes reply in
+Redis's order and RDB/DUMP write the buffer as it is); at conversion they move to a ``dict``
+(which keeps that order). ``d`` is either, and answers the same dict subset.
 """
 from __future__ import annotations
 
 import random
 from typing import Any
 
+from pykv.storage._listpack import ListpackMap
 from pykv.storage.values import Value
 
 _ENTRY_OVERHEAD = 2 * 33 + 24
@@ -25,8 +31,14 @@ class HashValue(Value):
     __slots__ = ("d", "listpack", "_keys", "version", "scan_index")
     type_name = b"hash"
 
-    def __init__(self, d: dict[bytes, bytes] | None = None, listpack: bool = True) -> None:
-        self.d: dict[bytes, bytes] = d if d is not None else {}
+    def __init__(self, d: Any = None, listpack: bool = True) -> None:
+        """``d``: a dict, or a ``ListpackMap`` (taken as it is) for a listpack hash."""
+        if listpack:
+            if type(d) is not ListpackMap:
+                d = ListpackMap(d)
+        elif type(d) is not dict:
+            d = {} if d is None else dict(d.items())
+        self.d: Any = d
         self.listpack = listpack
         self._keys: list[bytes] | None = None  # snapshot for random picks
         self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
@@ -45,7 +57,7 @@ class HashValue(Value):
         return b"listpack" if self.listpack else b"hashtable"
 
     def copy(self) -> HashValue:
-        return HashValue(dict(self.d), self.listpack)
+        return HashValue(self.d.copy(), self.listpack)
 
     def __len__(self) -> int:
         return len(self.d)
@@ -57,7 +69,13 @@ class HashValue(Value):
     # -- encoding rules ------------------------------------------------------------------
     def check_size(self, config: Any) -> None:
         if self.listpack and len(self.d) > config.hash_max_listpack_entries:
+            self.to_hashtable()
+
+    def to_hashtable(self) -> None:
+        """``hashTypeConvert``: the pairs move to a dict, in their listpack order."""
+        if self.listpack:
             self.listpack = False
+            self.d = dict(self.d.items())
 
     # -- writes --------------------------------------------------------------------------
     def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
@@ -71,14 +89,16 @@ class HashValue(Value):
             if self.listpack:
                 limit = config.hash_max_listpack_value
                 if len(field) > limit or len(value) > limit:
-                    self.listpack = False
+                    self.to_hashtable()
+                    d = self.d
             d[field] = value
         else:
             if self.listpack:
                 limit = config.hash_max_listpack_value
                 for i in range(start, n):
                     if len(argv[i]) > limit:
-                        self.listpack = False
+                        self.to_hashtable()
+                        d = self.d
                         break
             for i in range(start, n, 2):
                 d[argv[i]] = argv[i + 1]
@@ -87,7 +107,7 @@ class HashValue(Value):
             self._keys = None
             self.version += 1
             if self.listpack and len(d) > config.hash_max_listpack_entries:
-                self.listpack = False
+                self.to_hashtable()
         return added
 
     def set_computed(self, config: Any, field: bytes, value: bytes) -> None:
@@ -95,7 +115,7 @@ class HashValue(Value):
         if self.listpack:
             limit = config.hash_max_listpack_value
             if len(field) > limit or len(value) > limit:
-                self.listpack = False
+                self.to_hashtable()
         d = self.d
         if field not in d:
             self._keys = None

@@ -110,7 +110,7 @@ def value_usage(value: Any) -> int:
     if kind == b"hash":
         d = value.d
         if value.listpack:
-            return ROBJ + size_class(_listpack(x for kv in d.items() for x in kv))
+            return ROBJ + size_class(d.nbytes())  # the value's buffer is Redis's listpack
         return ROBJ + 96 + _table(n) + _sampled(iter(d.items()), n, _hash_entry)
     if kind == b"list":
         lp = 7 + _sampled(iter(value.items), n, _lp_entry)

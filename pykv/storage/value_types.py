@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykv.storage._listpack import ListpackMap
 from pykv.storage.hash_type import HashValue
 from pykv.storage.list_type import ListValue
 from pykv.storage.set_type import SetValue
@@ -32,6 +33,21 @@ def make_set(members: list[bytes], config: Any) -> SetValue:
 
 def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
     return list(value.d.items())
+
+
+def hash_listpack(value: HashValue) -> bytes:
+    """The listpack blob of a listpack-encoded hash (its buffer, as RDB/DUMP store it)."""
+    return value.d.blob()
+
+
+def make_hash_from_listpack(blob: bytes, pairs: list[tuple[bytes, bytes]],
+                            config: Any) -> HashValue:
+    """A hash loaded from a valid, canonically encoded listpack ``blob`` holding ``pairs``
+    (duplicates are the caller's check): the buffer is copied as it is when it stays a
+    listpack."""
+    if len(pairs) <= config.hash_max_listpack_entries:
+        return HashValue(ListpackMap.from_blob(blob, len(pairs)), True)
+    return HashValue(dict(pairs), False)
 
 
 def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = False) -> HashValue:

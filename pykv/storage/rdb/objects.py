@@ -73,7 +73,7 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
         for m in members:
             w.string(m)
     elif t == enc.TYPE_HASH_LISTPACK:
-        w.string(enc.listpack_encode([x for pair in vt.hash_items(value) for x in pair]))
+        w.string(vt.hash_listpack(value))  # the value's own buffer
     elif t == enc.TYPE_HASH:
         pairs = vt.hash_items(value)
         w.length(len(pairs))
@@ -184,7 +184,13 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if type_byte == enc.TYPE_HASH_LISTPACK:
             integrity.checked()
-        pairs = _pairs(_decoded(decode, blob, what), what)
+        flat = _decoded(decode, blob, what)
+        pairs = _pairs(flat, what)
+        if type_byte == enc.TYPE_HASH_LISTPACK and enc.listpack_encode(flat) == blob:
+            # Redis's own bytes (canonical entries, exact count): kept as the buffer
+            if len(set(flat[::2])) != len(pairs):
+                raise RdbFormatError(what)
+            return vt.make_hash_from_listpack(blob, pairs, config)
         value = vt.make_hash(pairs, config, packed=type_byte != enc.TYPE_HASH_ZIPMAP)
         return _whole(value, pairs, what)
     if type_byte in (enc.TYPE_ZSET, enc.TYPE_ZSET_2):

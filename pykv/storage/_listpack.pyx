@@ -1,0 +1,459 @@
+# cython: language_level=3
+"""Small collections packed in one buffer: Redis 7.0's listpack byte layout, compiled.
+
+``Listpack`` owns one malloc'd block laid out exactly as Redis lays out a listpack (a 4-byte
+total size, a 2-byte element count saturating at 65535, entries of encoding + data +
+back-length, a 0xFF terminator). Elements that are canonical 64-bit integers (Redis's
+``string2ll``) are stored as packed integers and read back as their decimal bytes, so the
+buffer is byte for byte what Redis would hold for the same elements and is what RDB/DUMP
+write for a listpack-encoded value. Every operation is O(n) over the buffer, as Redis's.
+
+``ListpackMap`` reads the entries as field/value pairs in insertion order and answers the
+part of the ``dict`` protocol the hash commands use, so a small hash keeps the dict's
+interface at a fraction of its memory.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove
+
+from pykv.protocol._parser cimport parse_ll
+
+DEF HEADER = 6
+DEF MAX_ENTRY_HEAD = 5   # encoding bytes before a string's data
+DEF MAX_BACKLEN = 5
+
+
+cdef inline Py_ssize_t _backlen_size(Py_ssize_t n) noexcept:
+    """Bytes of the back-length of an ``n``-byte entry: one up to 127, then one more per 7
+    bits, each step's bound being 2**(7k) - 1 exclusive (Redis's ``lpEncodeBacklen``)."""
+    cdef Py_ssize_t size = 1
+    if n > 127:
+        size = 2
+        while size < 5 and n >= (<Py_ssize_t>1 << (7 * size)) - 1:
+            size += 1
+    return size
+
+
+cdef inline Py_ssize_t _put_backlen(unsigned char *out, Py_ssize_t n) noexcept:
+    """Writes the back-length of an ``n``-byte entry at ``out``; returns its size."""
+    cdef Py_ssize_t size = _backlen_size(n), i
+    out[0] = <unsigned char>(n >> (7 * (size - 1)))
+    for i in range(1, size):
+        out[i] = <unsigned char>(((n >> (7 * (size - 1 - i))) & 127) | 128)
+    return size
+
+
+cdef inline Py_ssize_t _head_size(const unsigned char *p) noexcept:
+    """Encoding + data bytes of the entry at ``p`` (without its back-length)."""
+    cdef unsigned char b = p[0]
+    if b < 0x80:
+        return 1
+    if b < 0xC0:
+        return 1 + (b & 0x3F)
+    if b < 0xE0:
+        return 2
+    if b < 0xF0:
+        return 2 + (((b & 0x0F) << 8) | p[1])
+    if b == 0xF0:
+        return 5 + (p[1] | (p[2] << 8) | (p[3] << 16) | (<Py_ssize_t>p[4] << 24))
+    if b == 0xF1:
+        return 3
+    if b == 0xF2:
+        return 4
+    if b == 0xF3:
+        return 5
+    return 9
+
+
+cdef inline Py_ssize_t _entry_size(const unsigned char *p) noexcept:
+    cdef Py_ssize_t n = _head_size(p)
+    return n + _backlen_size(n)
+
+
+cdef inline bint _is_int_entry(const unsigned char *p) noexcept:
+    cdef unsigned char b = p[0]
+    return b < 0x80 or (0xC0 <= b < 0xE0) or (0xF1 <= b <= 0xF4)
+
+
+cdef inline int64_t _int_value(const unsigned char *p) noexcept:
+    cdef unsigned char b = p[0]
+    cdef uint64_t u
+    cdef int i
+    if b < 0x80:
+        return b
+    if b < 0xE0:
+        u = ((b & 0x1F) << 8) | p[1]
+        return <int64_t>u - 8192 if u >= 4096 else <int64_t>u
+    if b == 0xF1:
+        return <int64_t>(<short>(p[1] | (p[2] << 8)))
+    if b == 0xF2:
+        u = p[1] | (p[2] << 8) | (<uint64_t>p[3] << 16)
+        return <int64_t>u - (1 << 24) if u >= (1 << 23) else <int64_t>u
+    if b == 0xF3:
+        return <int64_t>(<int>(p[1] | (p[2] << 8) | (p[3] << 16) | (<uint32_t>p[4] << 24)))
+    u = 0
+    for i in range(8):
+        u |= (<uint64_t>p[1 + i]) << (8 * i)
+    return <int64_t>u
+
+
+cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n) noexcept:
+    """The data of a string entry (its length in ``n``)."""
+    cdef unsigned char b = p[0]
+    if b < 0xC0:
+        n[0] = b & 0x3F
+        return p + 1
+    if b < 0xF0:
+        n[0] = ((b & 0x0F) << 8) | p[1]
+        return p + 2
+    n[0] = p[1] | (p[2] << 8) | (p[3] << 16) | (<Py_ssize_t>p[4] << 24)
+    return p + 5
+
+
+cdef inline bytes _entry_bytes(const unsigned char *p):
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    if _is_int_entry(p):
+        return b"%d" % _int_value(p)
+    data = _str_data(p, &n)
+    return PyBytes_FromStringAndSize(<const char *>data, n)
+
+
+cdef struct Probe:
+    # an element prepared for comparisons against entries (parsed once)
+    const char *s
+    Py_ssize_t n
+    bint is_int
+    long long v
+
+
+cdef inline void _probe(Probe *pr, bytes item) noexcept:
+    pr.s = PyBytes_AS_STRING(item)
+    pr.n = PyBytes_GET_SIZE(item)
+    pr.is_int = pr.n > 0 and pr.n <= 20 and parse_ll(pr.s, pr.n, &pr.v)
+
+
+cdef inline bint _matches(const unsigned char *p, Probe *pr) noexcept:
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    if _is_int_entry(p):
+        return pr.is_int and _int_value(p) == pr.v
+    if pr.is_int:
+        return False
+    data = _str_data(p, &n)
+    return n == pr.n and memcmp(data, pr.s, n) == 0
+
+
+cdef Py_ssize_t _encode(unsigned char *out, const char *s, Py_ssize_t n) noexcept:
+    """Writes the entry for element ``s[:n]`` at ``out`` (room: n + 10); returns its size."""
+    cdef long long v
+    cdef Py_ssize_t head
+    cdef uint64_t u
+    cdef int i
+    if n > 0 and n <= 20 and parse_ll(s, n, &v):
+        if 0 <= v <= 127:
+            out[0] = <unsigned char>v
+            head = 1
+        elif -4096 <= v <= 4095:
+            u = <uint64_t>v & 0x1FFF
+            out[0] = <unsigned char>(0xC0 | (u >> 8))
+            out[1] = <unsigned char>(u & 0xFF)
+            head = 2
+        else:
+            if -32768 <= v <= 32767:
+                out[0] = 0xF1
+                head = 2
+            elif -(1 << 23) <= v < (1 << 23):
+                out[0] = 0xF2
+                head = 3
+            elif -(1LL << 31) <= v < (1LL << 31):
+                out[0] = 0xF3
+                head = 4
+            else:
+                out[0] = 0xF4
+                head = 8
+            u = <uint64_t>v
+            for i in range(head):
+                out[1 + i] = <unsigned char>((u >> (8 * i)) & 0xFF)
+            head += 1
+    else:
+        if n < 64:
+            out[0] = <unsigned char>(0x80 | n)
+            head = 1
+        elif n < 4096:
+            out[0] = <unsigned char>(0xE0 | (n >> 8))
+            out[1] = <unsigned char>(n & 0xFF)
+            head = 2
+        else:
+            out[0] = 0xF0
+            out[1] = <unsigned char>(n & 0xFF)
+            out[2] = <unsigned char>((n >> 8) & 0xFF)
+            out[3] = <unsigned char>((n >> 16) & 0xFF)
+            out[4] = <unsigned char>((n >> 24) & 0xFF)
+            head = 5
+        memcpy(out + head, s, n)
+        head += n
+    return head + _put_backlen(out + head, head)
+
+
+cdef class Listpack:
+    """A sequence of ``bytes`` elements in one Redis-layout listpack buffer."""
+    cdef unsigned char *lp
+    cdef Py_ssize_t count   # elements (the header's field saturates at 65535)
+
+    def __cinit__(self):
+        self.lp = <unsigned char *>PyMem_Malloc(HEADER + 1)
+        if self.lp == NULL:
+            raise MemoryError()
+        self.count = 0
+        self._set_header(HEADER + 1)
+        self.lp[HEADER] = 0xFF
+
+    def __dealloc__(self):
+        PyMem_Free(self.lp)
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    cdef inline Py_ssize_t _total(self) noexcept:
+        cdef unsigned char *p = self.lp
+        return p[0] | (p[1] << 8) | (p[2] << 16) | (<Py_ssize_t>p[3] << 24)
+
+    cdef inline void _set_header(self, Py_ssize_t total) noexcept:
+        cdef unsigned char *p = self.lp
+        cdef Py_ssize_t c = self.count if self.count < 65535 else 65535
+        p[0] = total & 0xFF
+        p[1] = (total >> 8) & 0xFF
+        p[2] = (total >> 16) & 0xFF
+        p[3] = (total >> 24) & 0xFF
+        p[4] = c & 0xFF
+        p[5] = (c >> 8) & 0xFF
+
+    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
+                     Py_ssize_t n) except -1:
+        """Replaces ``remove`` bytes at ``off`` with ``ins[:n]`` (header size updated)."""
+        cdef Py_ssize_t total = self._total()
+        cdef Py_ssize_t new_total = total - remove + n
+        cdef unsigned char *p
+        if n > remove:
+            p = <unsigned char *>PyMem_Realloc(self.lp, new_total)
+            if p == NULL:
+                raise MemoryError()
+            self.lp = p
+        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
+        if n:
+            memcpy(self.lp + off, ins, n)
+        if n < remove:
+            p = <unsigned char *>PyMem_Realloc(self.lp, new_total)
+            if p != NULL:
+                self.lp = p
+        self._set_header(new_total)
+        return 0
+
+    cdef int _put(self, Py_ssize_t off, Py_ssize_t remove, bytes item) except -1:
+        """Encodes ``item`` in place of the ``remove`` bytes at ``off``."""
+        if item is None:
+            raise TypeError("listpack elements are bytes")
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(item)
+        cdef unsigned char small[80]
+        cdef unsigned char *buf = small
+        if n + 10 > 80:
+            buf = <unsigned char *>PyMem_Malloc(n + 10)
+            if buf == NULL:
+                raise MemoryError()
+        try:
+            self._splice(off, remove, buf, _encode(buf, PyBytes_AS_STRING(item), n))
+        finally:
+            if buf != small:
+                PyMem_Free(buf)
+        return 0
+
+    cdef int _insert_at(self, Py_ssize_t off, bytes item) except -1:
+        self.count += 1  # first: the header written by the splice counts the new entry
+        try:
+            return self._put(off, 0, item)
+        except BaseException:
+            self.count -= 1
+            raise
+
+    cdef int _replace_at(self, Py_ssize_t off, bytes item) except -1:
+        return self._put(off, _entry_size(self.lp + off), item)
+
+    cdef inline Py_ssize_t _end(self) noexcept:
+        """Offset of the terminator."""
+        return self._total() - 1
+
+    cdef Py_ssize_t _offset(self, Py_ssize_t index) noexcept:
+        cdef Py_ssize_t off = HEADER, i
+        for i in range(index):
+            off += _entry_size(self.lp + off)
+        return off
+
+    # -- the sequence --------------------------------------------------------------------
+    def __len__(self):
+        return self.count
+
+    def append(self, bytes item not None):
+        self._insert_at(self._end(), item)
+
+    def extend(self, items):
+        for item in items:
+            self._insert_at(self._end(), item)
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def tolist(self):
+        """Every element, in order."""
+        cdef list out = []
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        while off < end:
+            out.append(_entry_bytes(self.lp + off))
+            off += _entry_size(self.lp + off)
+        return out
+
+    def __getitem__(self, Py_ssize_t index):
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError("listpack index out of range")
+        return _entry_bytes(self.lp + self._offset(index))
+
+    def nbytes(self):
+        """The buffer's size (what Redis's listpack of these elements takes)."""
+        return self._total()
+
+    def blob(self):
+        """The buffer as ``bytes``: what RDB and DUMP store for a listpack."""
+        return PyBytes_FromStringAndSize(<const char *>self.lp, self._total())
+
+    cdef int _load_blob(self, bytes blob, Py_ssize_t count) except -1:
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
+        cdef unsigned char *p = <unsigned char *>PyMem_Realloc(self.lp, n)
+        if p == NULL:
+            raise MemoryError()
+        self.lp = p
+        memcpy(p, PyBytes_AS_STRING(blob), n)
+        self.count = count
+        return 0
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + self._total()
+
+
+cdef class ListpackMap(Listpack):
+    """Field/value pairs in one listpack, insertion-ordered: the dict subset hashes use."""
+
+    @staticmethod
+    def from_blob(bytes blob, Py_ssize_t pairs):
+        """A map over a copy of a listpack blob already validated (an RDB load) holding
+        ``pairs`` field/value pairs with distinct fields."""
+        cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
+        m._load_blob(blob, 2 * pairs)
+        return m
+
+    def __init__(self, pairs=None):
+        cdef Py_ssize_t end
+        if pairs is None:
+            return
+        if isinstance(pairs, dict):  # distinct fields: appended without a search
+            for field, value in pairs.items():
+                end = self._end()
+                self._insert_at(end, field)
+                self._insert_at(self._end(), value)
+        else:
+            for field, value in pairs:
+                self[field] = value
+
+    cdef Py_ssize_t _find(self, bytes field) except -2:
+        """Offset of ``field``'s entry, or -1."""
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        cdef unsigned char *lp = self.lp
+        _probe(&pr, field)
+        while off < end:
+            if _matches(lp + off, &pr):
+                return off
+            off += _entry_size(lp + off)
+            off += _entry_size(lp + off)
+        return -1
+
+    def __len__(self):
+        return self.count >> 1
+
+    def __contains__(self, bytes field not None):
+        return self._find(field) >= 0
+
+    def get(self, bytes field not None, default=None):
+        cdef Py_ssize_t off = self._find(field)
+        if off < 0:
+            return default
+        off += _entry_size(self.lp + off)
+        return _entry_bytes(self.lp + off)
+
+    def __getitem__(self, bytes field not None):
+        cdef Py_ssize_t off = self._find(field)
+        if off < 0:
+            raise KeyError(field)
+        off += _entry_size(self.lp + off)
+        return _entry_bytes(self.lp + off)
+
+    def set(self, bytes field not None, bytes value not None):
+        """Sets ``field`` (in place if present, else appended); True if it is new."""
+        cdef Py_ssize_t off = self._find(field)
+        if off >= 0:
+            self._replace_at(off + _entry_size(self.lp + off), value)
+            return False
+        self._insert_at(self._end(), field)
+        self._insert_at(self._end(), value)
+        return True
+
+    def __setitem__(self, bytes field not None, bytes value not None):
+        self.set(field, value)
+
+    def pop(self, bytes field not None, *default):
+        cdef Py_ssize_t off = self._find(field)
+        cdef Py_ssize_t size
+        if off < 0:
+            if default:
+                return default[0]
+            raise KeyError(field)
+        size = _entry_size(self.lp + off)
+        value = _entry_bytes(self.lp + off + size)
+        size += _entry_size(self.lp + off + size)
+        self.count -= 2
+        self._splice(off, size, NULL, 0)
+        return value
+
+    def __delitem__(self, bytes field not None):
+        self.pop(field)
+
+    def keys(self):
+        return self.tolist()[0::2]
+
+    def values(self):
+        return self.tolist()[1::2]
+
+    def items(self):
+        cdef list flat = self.tolist()
+        return list(zip(flat[0::2], flat[1::2]))
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def copy(self):
+        cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
+        m._load_blob(self.blob(), self.count)
+        return m
+
+    def __eq__(self, other):
+        if isinstance(other, ListpackMap):
+            return self.blob() == (<ListpackMap>other).blob()
+        if isinstance(other, dict):
+            return dict(self.items()) == other
+        return NotImplemented
+
+    def __repr__(self):
+        return f"ListpackMap({self.items()!r})"
