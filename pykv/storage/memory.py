@@ -119,9 +119,7 @@ def value_usage(value: Any) -> int:
     if kind == b"set":
         members = value.s
         if value.intset:
-            width = max((_int_width(m) for m in islice(members, SAMPLES)), default=1)
-            width = 2 if width <= 3 else 4 if width <= 5 else 8
-            return ROBJ + size_class(8 + n * width)
+            return ROBJ + size_class(members.nbytes())  # the value's buffer is the intset
         return ROBJ + 96 + _table(n) + _sampled(iter(members), n, _set_entry)
     if kind == b"zset":
         scores = value.scores

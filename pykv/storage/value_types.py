@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykv.storage._intset import IntSet
 from pykv.storage._listpack import ListpackMap
 from pykv.storage.hash_type import HashValue
 from pykv.storage.list_type import ListValue
@@ -29,6 +30,19 @@ def set_members(value: SetValue) -> list[bytes]:
 
 def make_set(members: list[bytes], config: Any) -> SetValue:
     return SetValue.build(members, config)
+
+
+def set_intset(value: SetValue) -> bytes:
+    """The intset blob of an intset-encoded set (its buffer, as RDB/DUMP store it)."""
+    return value.s.blob()
+
+
+def make_set_from_intset(blob: bytes, members: list[bytes], config: Any) -> SetValue:
+    """A set loaded from a validated intset ``blob`` holding ``members``: the buffer is
+    copied as it is (Redis keeps a loaded intset's width) unless it has too many members."""
+    if len(members) <= config.set_max_intset_entries:
+        return SetValue(IntSet.from_blob(blob), True)
+    return SetValue(set(members), False)
 
 
 def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:

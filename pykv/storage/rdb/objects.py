@@ -66,7 +66,7 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
     if t == enc.TYPE_LIST_QUICKLIST_2:
         _save_list(w, vt.list_items(value), config)
     elif t == enc.TYPE_SET_INTSET:
-        w.string(enc.intset_encode([int(m) for m in vt.set_members(value)]))
+        w.string(vt.set_intset(value))  # the value's own buffer
     elif t == enc.TYPE_SET:
         members = vt.set_members(value)
         w.length(len(members))
@@ -174,7 +174,7 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
     if type_byte == enc.TYPE_SET_INTSET:
         blob = r.string()
         integrity.checked()
-        return vt.make_set(enc.intset_decode(blob), config)
+        return vt.make_set_from_intset(blob, enc.intset_decode(blob), config)
     if type_byte == enc.TYPE_HASH:
         n = _count(r)
         pairs = [(r.string(), r.string()) for _ in range(n)]
