@@ -210,8 +210,12 @@ cdef class IntSet:
         """An intset over a copy of an already validated intset blob."""
         cdef IntSet s = IntSet.__new__(IntSet)
         cdef uint32_t w, c
+        if PyBytes_GET_SIZE(blob) < HEADER:
+            raise ValueError("not an intset")
         memcpy(&w, PyBytes_AS_STRING(blob), 4)
         memcpy(&c, PyBytes_AS_STRING(blob) + 4, 4)
+        if (w != 2 and w != 4 and w != 8) or PyBytes_GET_SIZE(blob) != HEADER + <Py_ssize_t>c * w:
+            raise ValueError("not an intset")
         s._resize(c, w)
         memcpy(s.buf, PyBytes_AS_STRING(blob), HEADER + c * w)
         s.width = w

@@ -10,11 +10,16 @@ write for a listpack-encoded value. Every operation is O(n) over the buffer, as 
 
 ``ListpackMap`` reads the entries as field/value pairs in insertion order and answers the
 part of the ``dict`` protocol the hash commands use, so a small hash keeps the dict's
-interface at a fraction of its memory.
+interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
+(score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
+and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
 """
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdio cimport snprintf
+from libc.stdlib cimport strtod
 from libc.string cimport memcmp, memcpy, memmove
 
 from pykv.protocol._parser cimport parse_ll
@@ -331,7 +336,13 @@ cdef class Listpack:
 
     cdef int _load_blob(self, bytes blob, Py_ssize_t count) except -1:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
-        cdef unsigned char *p = <unsigned char *>PyMem_Realloc(self.lp, n)
+        cdef const unsigned char *b = <const unsigned char *>PyBytes_AS_STRING(blob)
+        cdef unsigned char *p
+        # the entries were validated by the caller; the frame is checked here
+        if n < HEADER + 1 or b[n - 1] != 0xFF or \
+                (b[0] | (b[1] << 8) | (b[2] << 16) | (<Py_ssize_t>b[3] << 24)) != n:
+            raise ValueError("not a listpack")
+        p = <unsigned char *>PyMem_Realloc(self.lp, n)
         if p == NULL:
             raise MemoryError()
         self.lp = p
@@ -457,3 +468,324 @@ cdef class ListpackMap(Listpack):
 
     def __repr__(self):
         return f"ListpackMap({self.items()!r})"
+
+
+# -- sorted sets -------------------------------------------------------------------------------
+cdef double _entry_score(const unsigned char *p) noexcept:
+    """A score entry's value (Redis's ``zzlGetScore``: integers, or text read by strtod)."""
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    cdef char small[64]
+    cdef char *buf
+    cdef double d
+    if _is_int_entry(p):
+        return <double>_int_value(p)
+    data = _str_data(p, &n)
+    if n < 64:
+        memcpy(small, data, n)
+        small[n] = 0
+        return strtod(small, NULL)
+    buf = <char *>PyMem_Malloc(n + 1)
+    if buf == NULL:
+        return 0.0
+    memcpy(buf, data, n)
+    buf[n] = 0
+    d = strtod(buf, NULL)
+    PyMem_Free(buf)
+    return d
+
+
+cdef int _member_cmp(const unsigned char *p, const char *s, Py_ssize_t n) noexcept:
+    """Compares the member entry at ``p`` with ``s[:n]`` as bytes (memcmp, then length)."""
+    cdef char digits[24]
+    cdef const char *data
+    cdef Py_ssize_t m
+    cdef int r
+    if _is_int_entry(p):
+        m = snprintf(digits, 24, "%lld", <long long>_int_value(p))
+        data = digits
+    else:
+        data = <const char *>_str_data(p, &m)
+    r = memcmp(data, s, m if m < n else n)
+    if r:
+        return r
+    return (m > n) - (m < n)
+
+
+cdef class ListpackZset(Listpack):
+    """Member/score pairs in one listpack, ordered by (score, member) as Redis's
+    ``zzlInsert`` keeps them; scores stored as Redis writes them (``score_text``)."""
+    cdef object fwd_scores    # after conversion: the dict and sorted list that took over,
+    cdef object fwd_sorted    # for views the commands still hold (see ScoresView)
+
+    @staticmethod
+    def from_blob(bytes blob, Py_ssize_t pairs):
+        """Over a copy of a validated, sorted zset listpack blob of ``pairs`` pairs."""
+        cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
+        z._load_blob(blob, 2 * pairs)
+        return z
+
+    def __len__(self):
+        return self.count >> 1
+
+    cdef Py_ssize_t _find(self, bytes member) except -2:
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        _probe(&pr, member)
+        while off < end:
+            if _matches(self.lp + off, &pr):
+                return off
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+        return -1
+
+    cdef inline bint _before(self, const unsigned char *p, double score, const char *s,
+                             Py_ssize_t n) noexcept:
+        """True if the pair at ``p`` sorts before (score, s[:n])."""
+        cdef double cur = _entry_score(p + _entry_size(p))
+        if cur != score:
+            return cur < score
+        return _member_cmp(p, s, n) < 0
+
+    def score(self, bytes member not None):
+        """``member``'s score, or None."""
+        cdef Py_ssize_t off = self._find(member)
+        if off < 0:
+            return None
+        return _entry_score(self.lp + off + _entry_size(self.lp + off))
+
+    def insert(self, bytes member not None, double score, bytes text not None):
+        """Adds an absent ``member`` whose score ``score`` is written as ``text``."""
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        cdef const char *s = PyBytes_AS_STRING(member)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(member)
+        while off < end and self._before(self.lp + off, score, s, n):
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+        self._insert_at(off, member)
+        self._insert_at(off + _entry_size(self.lp + off), text)
+
+    def delete(self, bytes member not None):
+        """Removes ``member``; True if it was there."""
+        cdef Py_ssize_t off = self._find(member)
+        cdef Py_ssize_t size
+        if off < 0:
+            return False
+        size = _entry_size(self.lp + off)
+        size += _entry_size(self.lp + off + size)
+        self.count -= 2
+        self._splice(off, size, NULL, 0)
+        return True
+
+    def remove_range(self, Py_ssize_t lo, Py_ssize_t hi):
+        """Removes the pairs at sorted positions [lo, hi)."""
+        cdef Py_ssize_t start, stop, i
+        if lo < 0:
+            lo = 0
+        if hi > (self.count >> 1):
+            hi = self.count >> 1
+        if hi <= lo:
+            return
+        start = self._offset(2 * lo)
+        stop = start
+        for i in range(2 * (hi - lo)):
+            stop += _entry_size(self.lp + stop)
+        self.count -= 2 * (hi - lo)
+        self._splice(start, stop - start, NULL, 0)
+
+    def rank(self, bytes member not None):
+        """``member``'s 0-based position, or None."""
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end(), i = 0
+        _probe(&pr, member)
+        while off < end:
+            if _matches(self.lp + off, &pr):
+                return i
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+            i += 1
+        return None
+
+    def pairs(self, Py_ssize_t lo=0, Py_ssize_t hi=-1):
+        """(score, member) tuples at sorted positions [lo, hi) (hi -1: to the end)."""
+        cdef list out = []
+        cdef Py_ssize_t off, end = self._end(), i
+        cdef bytes member
+        if hi < 0 or hi > (self.count >> 1):
+            hi = self.count >> 1
+        if lo < 0:
+            lo = 0
+        if lo >= hi:
+            return out
+        off = self._offset(2 * lo)
+        for i in range(lo, hi):
+            member = _entry_bytes(self.lp + off)
+            off += _entry_size(self.lp + off)
+            out.append((_entry_score(self.lp + off), member))
+            off += _entry_size(self.lp + off)
+        return out
+
+    def members_scores(self):
+        """(member, score) tuples in sorted order."""
+        return [(m, s) for s, m in self.pairs()]
+
+    def bisect(self, tuple key, bint right=False):
+        """Position of ``key`` ((score,) or (score, member)) among the (score, member)
+        tuples, as ``bisect_left`` (or ``bisect_right``) would find it."""
+        cdef double score = key[0]
+        cdef bytes member = key[1] if len(key) > 1 else None
+        cdef Py_ssize_t off = HEADER, end = self._end(), i = 0, n = 0
+        cdef const char *s = NULL
+        cdef double cur
+        cdef int cmp
+        if member is not None:
+            s = PyBytes_AS_STRING(member)
+            n = PyBytes_GET_SIZE(member)
+        while off < end:
+            cur = _entry_score(self.lp + off + _entry_size(self.lp + off))
+            if cur > score:
+                break
+            if cur == score:
+                if member is None:
+                    break  # (score, m) > (score,): both bisects stop here
+                cmp = _member_cmp(self.lp + off, s, n)
+                if cmp > 0 or (cmp == 0 and not right):
+                    break
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+            i += 1
+        return i
+
+    def copy(self):
+        cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
+        z._load_blob(self.blob(), self.count)
+        return z
+
+    def forward(self, scores, sorted_list):
+        """The set left the listpack: views still held answer from ``scores``/``sorted_list``."""
+        self.fwd_scores = scores
+        self.fwd_sorted = sorted_list
+
+    def scores_view(self):
+        cdef ScoresView v = ScoresView.__new__(ScoresView)
+        v.z = self
+        return v
+
+    def sorted_view(self):
+        cdef SortedView v = SortedView.__new__(SortedView)
+        v.z = self
+        return v
+
+
+@cython.no_gc
+cdef class ScoresView:
+    """The member -> score ``dict`` subset the zset commands use, over a ListpackZset."""
+    cdef ListpackZset z
+
+    def get(self, member, default=None):
+        if self.z.fwd_scores is not None:
+            return self.z.fwd_scores.get(member, default)
+        score = self.z.score(member)
+        return default if score is None else score
+
+    def __getitem__(self, member):
+        score = self.get(member)
+        if score is None:
+            raise KeyError(member)
+        return score
+
+    def __contains__(self, member):
+        return self.get(member) is not None
+
+    def __len__(self):
+        if self.z.fwd_scores is not None:
+            return len(self.z.fwd_scores)
+        return len(self.z)
+
+    def items(self):
+        if self.z.fwd_scores is not None:
+            return list(self.z.fwd_scores.items())
+        return self.z.members_scores()
+
+    def keys(self):
+        return [m for m, _ in self.items()]
+
+    def values(self):
+        return [s for _, s in self.items()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __eq__(self, other):
+        if isinstance(other, (dict, ScoresView)):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self):
+        return f"ScoresView({dict(self.items())!r})"
+
+
+@cython.no_gc
+cdef class SortedView:
+    """The ``SortedList`` of (score, member) subset the zset commands use, read-only."""
+    cdef ListpackZset z
+
+    cdef list _all(self):
+        if self.z.fwd_sorted is not None:
+            return list(self.z.fwd_sorted)
+        return self.z.pairs()
+
+    def __len__(self):
+        if self.z.fwd_sorted is not None:
+            return len(self.z.fwd_sorted)
+        return len(self.z)
+
+    def __getitem__(self, index):
+        if self.z.fwd_sorted is not None:
+            return self.z.fwd_sorted[index]
+        if isinstance(index, slice):
+            return self.z.pairs()[index]
+        cdef Py_ssize_t i = index, n = len(self.z)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("zset index out of range")
+        return self.z.pairs(i, i + 1)[0]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __reversed__(self):
+        return reversed(self._all())
+
+    def islice(self, start=None, stop=None, reverse=False):
+        out = self._all()[start:stop]
+        if reverse:
+            out.reverse()
+        return iter(out)
+
+    def bisect_left(self, key):
+        if self.z.fwd_sorted is not None:
+            return self.z.fwd_sorted.bisect_left(key)
+        return self.z.bisect(key)
+
+    def bisect_right(self, key):
+        if self.z.fwd_sorted is not None:
+            return self.z.fwd_sorted.bisect_right(key)
+        return self.z.bisect(key, True)
+
+    @property
+    def _lists(self):
+        """SortedList's sublists, for code that peeks at them: one (a copy)."""
+        return [self._all()]
+
+    def __eq__(self, other):
+        if isinstance(other, SortedView):
+            return self._all() == (<SortedView>other)._all()
+        try:
+            return self._all() == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return f"SortedView({self._all()!r})"

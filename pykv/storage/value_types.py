@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from pykv.storage._intset import IntSet
-from pykv.storage._listpack import ListpackMap
+from pykv.storage._listpack import ListpackMap, ListpackZset
 from pykv.storage.hash_type import HashValue
 from pykv.storage.list_type import ListValue
 from pykv.storage.set_type import SetValue
-from pykv.storage.zset_type import ZSet
+from pykv.storage.zset_type import ZSet, score_text
 
 
 def list_items(value: ListValue) -> list[bytes]:
@@ -74,6 +74,8 @@ def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = Fals
 
 def zset_items(value: ZSet) -> list[tuple[bytes, float]]:
     """(member, score) pairs in ascending (score, member) order."""
+    if value.packed is not None:
+        return value.packed.members_scores()
     return [(member, score) for score, member in value.sl]
 
 
@@ -81,14 +83,36 @@ def make_zset(pairs: list[tuple[bytes, float]], config: Any, packed: bool = Fals
     """``packed`` as for ``make_hash``."""
     small = len(pairs) <= config.zset_max_listpack_entries and (packed or all(
         len(member) <= config.zset_max_listpack_value for member, _ in pairs))
-    zset = ZSet(listpack=small)
-    scores = zset.scores
+    scores: dict[bytes, float] = {}
     for member, score in pairs:
         if member not in scores:
             # a listpack keeps scores as text, where -0 reads back as 0 (ZSet.insert)
             scores[member] = 0.0 if small and score == 0.0 else score
-    zset.sl.update((score, member) for member, score in scores.items())  # one sort
+    ordered = sorted((score, member) for member, score in scores.items())
+    if small:
+        lp = ListpackZset()
+        for score, member in ordered:
+            lp.insert(member, score, score_text(score))
+        return ZSet(True, lp)
+    zset = ZSet(listpack=False)
+    zset.scores = scores
+    zset.sl.update(ordered)
     return zset
+
+
+def zset_listpack(value: ZSet) -> bytes:
+    """The listpack blob of a listpack-encoded zset (its buffer, as RDB/DUMP store it)."""
+    return value.packed.blob()
+
+
+def make_zset_from_listpack(blob: bytes, pairs: list[tuple[bytes, float]],
+                            config: Any) -> ZSet:
+    """A zset loaded from a valid, canonically encoded listpack ``blob`` holding ``pairs``
+    in (score, member) order with distinct members and no ``-0`` score: the buffer is
+    copied as it is when it stays a listpack."""
+    if len(pairs) <= config.zset_max_listpack_entries:
+        return ZSet(True, ListpackZset.from_blob(blob, len(pairs)))
+    return make_zset(pairs, config, packed=True)
 
 
 def save_stream(writer: Any, value: Any) -> None:

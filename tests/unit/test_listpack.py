@@ -156,3 +156,76 @@ def _string(blob: bytes) -> bytes:
     w = enc.RdbWriter(compress=False)
     w.string(blob)
     return bytes(w.buf)
+
+
+# -- sorted sets ------------------------------------------------------------------------------
+SCORE = st.sampled_from([0.0, 1.0, -1.0, 2.5, 1e300, -1e-300, float("inf"), float("-inf"),
+                         4503599627370496.0, 0.1]) | st.integers(-300, 300).map(float)
+MEMBER = st.sampled_from([b"a", b"b", b"ab", b"", b"1", b"10", b"-2", b"\xff", b"a\x00"]) | \
+    st.binary(max_size=6)
+ZOPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), MEMBER, SCORE),
+    st.tuples(st.just("del"), MEMBER, st.none()),
+    st.tuples(st.just("cut"), st.integers(0, 8), st.integers(0, 8)),
+), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ZOPS, st.lists(st.tuples(SCORE, MEMBER), max_size=6))
+def test_zset_pack_matches_a_sorted_model(ops: list, probes: list) -> None:
+    from bisect import bisect_left, bisect_right
+
+    from pykv.storage._listpack import ListpackZset
+    from pykv.storage.zset_type import score_text
+
+    z = ListpackZset()
+    model: dict[bytes, float] = {}
+    for op, a, b in ops:
+        if op == "add":
+            if a in model:
+                assert z.delete(a)
+            z.insert(a, b, score_text(b))
+            model[a] = b
+        elif op == "del":
+            assert z.delete(a) is (model.pop(a, None) is not None)
+        else:
+            ordered = sorted((s, m) for m, s in model.items())
+            z.remove_range(a, b)
+            for _, m in ordered[a:b]:
+                del model[m]
+    ordered = sorted((s, m) for m, s in model.items())
+    assert z.pairs() == ordered and len(z) == len(ordered)
+    assert z.members_scores() == [(m, s) for s, m in ordered]
+    for i, (s, m) in enumerate(ordered):
+        assert z.score(m) == s and z.rank(m) == i
+        assert z.pairs(i, i + 1) == [(s, m)]
+    assert z.score(b"\x00absent") is None and z.rank(b"\x00absent") is None
+    for s, m in probes + ordered[:3]:
+        for key in ((s,), (s, m)):
+            assert z.bisect(key) == bisect_left(ordered, key), key
+            assert z.bisect(key, True) == bisect_right(ordered, key), key
+    flat = [x for s, m in ordered for x in (m, score_text(s))]
+    assert z.blob() == listpack_encode(flat)
+    views = z.scores_view(), z.sorted_view()
+    assert views[0] == dict(model) and list(views[1]) == ordered
+    assert list(views[1].islice(1, 3, reverse=True)) == ordered[1:3][::-1]
+    assert views[1][0:2] == ordered[0:2] and list(reversed(views[1])) == ordered[::-1]
+    if ordered:
+        assert views[1][-1] == ordered[-1]
+
+
+def test_zset_views_held_across_a_conversion_follow_the_new_structures() -> None:
+    """ZADD looks members up through a ``scores.get`` it took before the set converted."""
+    from types import SimpleNamespace
+
+    from pykv.storage.zset_type import ZSet
+
+    z = ZSet()
+    get = z.scores.get
+    rank_view = z.sl
+    z.insert(b"a", 1.0)
+    z.check_listpack(1, 1, 64)  # a second member would cross zset-max-listpack-entries=1
+    assert z.packed is None and z.encoding(SimpleNamespace()) == b"skiplist"
+    z.insert(b"b", 2.0)
+    assert get(b"b") == 2.0 and get(b"a") == 1.0 and len(rank_view) == 2
+    assert rank_view.bisect_left((2.0,)) == 1 and list(rank_view) == [(1.0, b"a"), (2.0, b"b")]
