@@ -13,10 +13,12 @@ part of the ``dict`` protocol the hash commands use, so a small hash keeps the d
 interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
 (score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
 and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
+``PackedList`` answers the ``deque`` subset of a small list.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdio cimport snprintf
 from libc.stdlib cimport strtod
@@ -789,3 +791,208 @@ cdef class SortedView:
 
     def __repr__(self):
         return f"SortedView({self._all()!r})"
+
+
+# -- lists -------------------------------------------------------------------------------------
+cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noexcept:
+    """Offset of the entry before the one at ``off`` (its back-length, read backwards:
+    Redis's ``lpDecodeBacklen``)."""
+    cdef Py_ssize_t val = 0, last = off - 1, size = 0
+    cdef int shift = 0
+    while True:
+        val |= <Py_ssize_t>(lp[last] & 127) << shift
+        size += 1
+        if not lp[last] & 128:
+            break
+        shift += 7
+        last -= 1
+    return off - size - val
+
+
+# A list stays packed while its listpack fits one quicklist node of the default
+# list-max-listpack-size (-2: 8 KB); past that its elements move to a deque.
+DEF LIST_PACKED_BYTES = 8192
+
+
+cdef class PackedList(Listpack):
+    """The ``collections.deque`` subset the list commands use, packed in one listpack
+    while small; past one node's worth of bytes the elements move to a deque (``dq``)
+    that every method then forwards to (``ListValue.settle`` swaps it in)."""
+    cdef public object dq
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    cdef inline bint _fits(self, Py_ssize_t more) noexcept:
+        return self._total() + more <= LIST_PACKED_BYTES
+
+    cdef int _spill(self, Py_ssize_t more) except -1:
+        """Moves to a deque when ``more`` bytes of new elements would not fit."""
+        from collections import deque
+        if not self._fits(more):
+            self.dq = deque(self.tolist())
+            self.count = 0
+            self._splice(HEADER, self._end() - HEADER, NULL, 0)
+        return 0
+
+    cdef Py_ssize_t _index_offset(self, Py_ssize_t index) except -2:
+        """Offset of the element at ``index`` (negative from the end), or IndexError."""
+        cdef Py_ssize_t n = self.count, off, i
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("deque index out of range")
+        if index <= n // 2:
+            return self._offset(index)
+        off = self._end()
+        for i in range(n - index):
+            off = _prev_offset(self.lp, off)
+        return off
+
+    def __len__(self):
+        if self.dq is not None:
+            return len(self.dq)
+        return self.count
+
+    def append(self, bytes item not None):
+        if self.dq is None:
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq.append(item)
+        else:
+            self._insert_at(self._end(), item)
+
+    def appendleft(self, bytes item not None):
+        if self.dq is None:
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq.appendleft(item)
+        else:
+            self._insert_at(HEADER, item)
+
+    def extend(self, items):
+        it = iter(items)
+        for item in it:
+            self.append(item)
+            if self.dq is not None:
+                self.dq.extend(it)
+                return
+
+    def extendleft(self, items):
+        it = iter(items)
+        for item in it:
+            self.appendleft(item)
+            if self.dq is not None:
+                self.dq.extendleft(it)
+                return
+
+    def pop(self):
+        cdef Py_ssize_t off
+        if self.dq is not None:
+            return self.dq.pop()
+        if not self.count:
+            raise IndexError("pop from an empty deque")
+        off = _prev_offset(self.lp, self._end())
+        item = _entry_bytes(self.lp + off)
+        self.count -= 1
+        self._splice(off, _entry_size(self.lp + off), NULL, 0)
+        return item
+
+    def popleft(self):
+        if self.dq is not None:
+            return self.dq.popleft()
+        if not self.count:
+            raise IndexError("pop from an empty deque")
+        item = _entry_bytes(self.lp + HEADER)
+        self.count -= 1
+        self._splice(HEADER, _entry_size(self.lp + HEADER), NULL, 0)
+        return item
+
+    def __getitem__(self, Py_ssize_t index):
+        if self.dq is not None:
+            return self.dq[index]
+        return _entry_bytes(self.lp + self._index_offset(index))
+
+    def __setitem__(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t off
+        if self.dq is None:
+            off = self._index_offset(index)  # IndexError before any conversion
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq[index] = item
+        else:
+            self._replace_at(self._index_offset(index), item)
+
+    def insert(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t n
+        if self.dq is None:
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq.insert(index, item)
+            return
+        n = self.count
+        if index < 0:
+            index = max(0, index + n)
+        if index >= n:
+            self._insert_at(self._end(), item)
+        else:
+            self._insert_at(self._index_offset(index), item)
+
+    def index(self, item, Py_ssize_t start=0, Py_ssize_t stop=PY_SSIZE_T_MAX):
+        cdef Probe pr
+        cdef Py_ssize_t off, end, i, n
+        if self.dq is not None:
+            return self.dq.index(item, start, stop)
+        n = self.count
+        if start < 0:
+            start = max(0, start + n)
+        if stop < 0:
+            stop = max(0, stop + n)
+        if stop > n:
+            stop = n
+        if type(item) is bytes and start < stop:
+            _probe(&pr, item)
+            off = self._offset(start)
+            end = self._end()
+            for i in range(start, stop):
+                if _matches(self.lp + off, &pr):
+                    return i
+                off += _entry_size(self.lp + off)
+        raise ValueError(f"{item!r} is not in deque")
+
+    def clear(self):
+        if self.dq is not None:
+            self.dq.clear()
+            return
+        self.count = 0
+        self._splice(HEADER, self._end() - HEADER, NULL, 0)
+
+    def __iter__(self):
+        if self.dq is not None:
+            return iter(self.dq)
+        return iter(self.tolist())
+
+    def __reversed__(self):
+        if self.dq is not None:
+            return reversed(self.dq)
+        cdef list out = self.tolist()
+        out.reverse()
+        return iter(out)
+
+    def copy(self):
+        cdef PackedList other = PackedList.__new__(PackedList)
+        if self.dq is not None:
+            other.dq = self.dq.copy()
+        else:
+            other._load_blob(self.blob(), self.count)
+        return other
+
+    def __eq__(self, other):
+        try:
+            return list(self) == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return f"PackedList({list(self)!r})"

@@ -37,7 +37,7 @@ def flat(pairs: list[tuple[bytes, bytes]]) -> list[bytes]:
     return [x for pair in pairs for x in pair]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(OPS)
 def test_map_matches_a_dict(ops: list) -> None:
     m = ListpackMap()
@@ -170,7 +170,7 @@ ZOPS = st.lists(st.one_of(
 ), max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(ZOPS, st.lists(st.tuples(SCORE, MEMBER), max_size=6))
 def test_zset_pack_matches_a_sorted_model(ops: list, probes: list) -> None:
     from bisect import bisect_left, bisect_right
@@ -229,3 +229,68 @@ def test_zset_views_held_across_a_conversion_follow_the_new_structures() -> None
     z.insert(b"b", 2.0)
     assert get(b"b") == 2.0 and get(b"a") == 1.0 and len(rank_view) == 2
     assert rank_view.bisect_left((2.0,)) == 1 and list(rank_view) == [(1.0, b"a"), (2.0, b"b")]
+
+
+# -- lists ------------------------------------------------------------------------------------
+ITEM = st.one_of(ELEMENT, st.sampled_from([b"x", b"7", b"y"]))
+LOPS = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["append", "appendleft"]), ITEM),
+    st.tuples(st.sampled_from(["extend", "extendleft"]), st.lists(ITEM, max_size=4)),
+    st.tuples(st.sampled_from(["pop", "popleft", "clear"]), st.none()),
+    st.tuples(st.just("set"), st.tuples(st.integers(-12, 12), ITEM)),
+    st.tuples(st.just("insert"), st.tuples(st.integers(-12, 12), ITEM)),
+    st.tuples(st.just("index"), st.tuples(ITEM, st.integers(-3, 12), st.integers(-3, 12))),
+), max_size=50)
+
+
+def _apply(target, op: str, arg):
+    try:
+        if op in ("pop", "popleft", "clear"):
+            return ("ok", getattr(target, op)())
+        if op == "set":
+            target[arg[0]] = arg[1]
+            return ("ok", None)
+        if op == "insert":
+            return ("ok", target.insert(*arg))
+        if op == "index":
+            return ("ok", target.index(*arg))
+        return ("ok", getattr(target, op)(arg))
+    except (IndexError, ValueError) as e:
+        return (type(e), None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(LOPS)
+def test_packed_list_matches_a_deque(ops: list) -> None:
+    from collections import deque
+
+    from pykv.storage._listpack import PackedList
+
+    p = PackedList()
+    model: deque[bytes] = deque()
+    for op, arg in ops:
+        assert _apply(p, op, arg) == _apply(model, op, arg), (op, arg)
+        assert len(p) == len(model)
+    assert list(p) == list(model) and list(reversed(p)) == list(reversed(model))
+    for i in range(-len(model), len(model)):
+        assert p[i] == model[i]
+    if p.dq is None:
+        assert p.blob() == listpack_encode(list(model))
+        assert p.nbytes() <= 8192
+    else:
+        assert p.dq == model  # spilled: the deque took the elements, in order
+    assert p.copy() == p
+
+
+def test_packed_list_spills_past_one_node_and_settles() -> None:
+    from collections import deque
+
+    from pykv.storage.list_type import ListValue
+
+    lv = ListValue([b"a", b"b"])
+    assert type(lv.items).__name__ == "PackedList"
+    lv.items.extend([b"x" * 100] * 100)  # ~10 KB: more than one 8 KB node
+    assert type(lv.items.dq) is deque and len(lv.items) == 102
+    lv.settle()
+    assert type(lv.items) is deque and list(lv.items)[:2] == [b"a", b"b"]
+    assert type(ListValue([b"e"] * 5000).items) is deque
