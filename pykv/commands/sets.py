@@ -217,8 +217,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         random.shuffle(members)
         popped = members[:count]
         rebuilt = SetValue.build(members[count:], server.config)
-        value.s = rebuilt.s
-        value.intset = rebuilt.intset
+        value.s = rebuilt.s  # and with it the encoding
         value._snap = None
         value.version += 1
     db.modified(key)

@@ -517,8 +517,6 @@ cdef int _member_cmp(const unsigned char *p, const char *s, Py_ssize_t n) noexce
 cdef class ListpackZset(Listpack):
     """Member/score pairs in one listpack, ordered by (score, member) as Redis's
     ``zzlInsert`` keeps them; scores stored as Redis writes them (``score_text``)."""
-    cdef object fwd_scores    # after conversion: the dict and sorted list that took over,
-    cdef object fwd_sorted    # for views the commands still hold (see ScoresView)
 
     @staticmethod
     def from_blob(bytes blob, Py_ssize_t pairs):
@@ -663,11 +661,6 @@ cdef class ListpackZset(Listpack):
         z._load_blob(self.blob(), self.count)
         return z
 
-    def forward(self, scores, sorted_list):
-        """The set left the listpack: views still held answer from ``scores``/``sorted_list``."""
-        self.fwd_scores = scores
-        self.fwd_sorted = sorted_list
-
     def scores_view(self):
         cdef ScoresView v = ScoresView.__new__(ScoresView)
         v.z = self
@@ -679,14 +672,21 @@ cdef class ListpackZset(Listpack):
         return v
 
 
-@cython.no_gc
+@cython.no_gc  # refers to a ListpackZset and, once forwarded, a dict of bytes -> float
 cdef class ScoresView:
-    """The member -> score ``dict`` subset the zset commands use, over a ListpackZset."""
+    """The member -> score ``dict`` subset the zset commands use, over a ListpackZset.
+
+    ``forward``: the set left the listpack; a view a command still holds (ZADD takes
+    ``scores.get`` before its loop) answers from the dict that took over."""
     cdef ListpackZset z
+    cdef object fwd_scores
+
+    def forward(self, scores):
+        self.fwd_scores = scores
 
     def get(self, member, default=None):
-        if self.z.fwd_scores is not None:
-            return self.z.fwd_scores.get(member, default)
+        if self.fwd_scores is not None:
+            return self.fwd_scores.get(member, default)
         score = self.z.score(member)
         return default if score is None else score
 
@@ -700,13 +700,13 @@ cdef class ScoresView:
         return self.get(member) is not None
 
     def __len__(self):
-        if self.z.fwd_scores is not None:
-            return len(self.z.fwd_scores)
+        if self.fwd_scores is not None:
+            return len(self.fwd_scores)
         return len(self.z)
 
     def items(self):
-        if self.z.fwd_scores is not None:
-            return list(self.z.fwd_scores.items())
+        if self.fwd_scores is not None:
+            return list(self.fwd_scores.items())
         return self.z.members_scores()
 
     def keys(self):
@@ -727,24 +727,33 @@ cdef class ScoresView:
         return f"ScoresView({dict(self.items())!r})"
 
 
-@cython.no_gc
-cdef class SortedView:
-    """The ``SortedList`` of (score, member) subset the zset commands use, read-only."""
-    cdef ListpackZset z
+cdef list _all(SortedView v):
+    """Every (score, member) pair (a module function: a cdef method would add a vtable
+    pointer to every view)."""
+    if v.fwd_sorted is not None:
+        return list(v.fwd_sorted)
+    return v.z.pairs()
 
-    cdef list _all(self):
-        if self.z.fwd_sorted is not None:
-            return list(self.z.fwd_sorted)
-        return self.z.pairs()
+
+@cython.no_gc  # refers to a ListpackZset and, once forwarded, a SortedList of tuples
+cdef class SortedView:
+    """The ``SortedList`` of (score, member) subset the zset commands use, read-only
+    (``forward`` as for ScoresView)."""
+    cdef ListpackZset z
+    cdef object fwd_sorted
+
+    def forward(self, sorted_list):
+        self.fwd_sorted = sorted_list
+
 
     def __len__(self):
-        if self.z.fwd_sorted is not None:
-            return len(self.z.fwd_sorted)
+        if self.fwd_sorted is not None:
+            return len(self.fwd_sorted)
         return len(self.z)
 
     def __getitem__(self, index):
-        if self.z.fwd_sorted is not None:
-            return self.z.fwd_sorted[index]
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted[index]
         if isinstance(index, slice):
             return self.z.pairs()[index]
         cdef Py_ssize_t i = index, n = len(self.z)
@@ -755,42 +764,42 @@ cdef class SortedView:
         return self.z.pairs(i, i + 1)[0]
 
     def __iter__(self):
-        return iter(self._all())
+        return iter(_all(self))
 
     def __reversed__(self):
-        return reversed(self._all())
+        return reversed(_all(self))
 
     def islice(self, start=None, stop=None, reverse=False):
-        out = self._all()[start:stop]
+        out = _all(self)[start:stop]
         if reverse:
             out.reverse()
         return iter(out)
 
     def bisect_left(self, key):
-        if self.z.fwd_sorted is not None:
-            return self.z.fwd_sorted.bisect_left(key)
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted.bisect_left(key)
         return self.z.bisect(key)
 
     def bisect_right(self, key):
-        if self.z.fwd_sorted is not None:
-            return self.z.fwd_sorted.bisect_right(key)
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted.bisect_right(key)
         return self.z.bisect(key, True)
 
     @property
     def _lists(self):
         """SortedList's sublists, for code that peeks at them: one (a copy)."""
-        return [self._all()]
+        return [_all(self)]
 
     def __eq__(self, other):
         if isinstance(other, SortedView):
-            return self._all() == (<SortedView>other)._all()
+            return _all(self) == _all(<SortedView>other)
         try:
-            return self._all() == list(other)
+            return _all(self) == list(other)
         except TypeError:
             return NotImplemented
 
     def __repr__(self):
-        return f"SortedView({self._all()!r})"
+        return f"SortedView({_all(self)!r})"
 
 
 # -- lists -------------------------------------------------------------------------------------
@@ -814,6 +823,7 @@ cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noe
 DEF LIST_PACKED_BYTES = 8192
 
 
+@cython.no_gc  # its deque holds bytes only
 cdef class PackedList(Listpack):
     """The ``collections.deque`` subset the list commands use, packed in one listpack
     while small; past one node's worth of bytes the elements move to a deque (``dq``)

@@ -3,8 +3,8 @@
 Encoding follows Redis 7.0: a new hash is a ``listpack`` and becomes a ``hashtable`` when a
 field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET check every
 argument before writing, even values equal to the stored ones) or when it holds more than
-``hash-max-listpack-entries`` fields. It never converts back. The flag is state, not a
-function of the contents, because Redis's encoding depends on history too.
+``hash-max-listpack-entries`` fields. It never converts back. The encoding is state (which
+structure ``d`` is), not a function of the contents, because Redis's depends on history too.
 
 A dict keeps insertion order, which is exactly a listpack's order (an update keeps the
 field's place, a new field goes to the end), so small hashes reply in Redis's order.
@@ -28,7 +28,7 @@ _ENTRY_OVERHEAD = 2 * 33 + 24
 class HashValue(Value):
     """A Redis hash."""
 
-    __slots__ = ("d", "listpack", "_keys", "version", "scan_index")
+    __slots__ = ("d", "_keys", "version", "scan_index")  # 4 slots: one pymalloc class less
     type_name = b"hash"
 
     def __init__(self, d: Any = None, listpack: bool = True) -> None:
@@ -39,7 +39,6 @@ class HashValue(Value):
         elif type(d) is not dict:
             d = {} if d is None else dict(d.items())
         self.d: Any = d
-        self.listpack = listpack
         self._keys: list[bytes] | None = None  # snapshot for random picks
         self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
         self.scan_index: Any = None
@@ -53,8 +52,13 @@ class HashValue(Value):
             len(k) <= limit and len(v) <= limit for k, v in d.items())
         return cls(d, listpack)
 
+    @property
+    def listpack(self) -> bool:
+        """True while the encoding is listpack (the fields are in a ListpackMap)."""
+        return type(self.d) is ListpackMap
+
     def encoding(self, config: Any) -> bytes:
-        return b"listpack" if self.listpack else b"hashtable"
+        return b"listpack" if type(self.d) is ListpackMap else b"hashtable"
 
     def copy(self) -> HashValue:
         return HashValue(self.d.copy(), self.listpack)
@@ -73,8 +77,7 @@ class HashValue(Value):
 
     def to_hashtable(self) -> None:
         """``hashTypeConvert``: the pairs move to a dict, in their listpack order."""
-        if self.listpack:
-            self.listpack = False
+        if type(self.d) is ListpackMap:
             self.d = dict(self.d.items())
 
     # -- writes --------------------------------------------------------------------------
@@ -86,7 +89,7 @@ class HashValue(Value):
         if n == start + 2:  # the usual single pair: no iterator machinery
             field = argv[start]
             value = argv[start + 1]
-            if self.listpack:
+            if type(d) is ListpackMap:
                 limit = config.hash_max_listpack_value
                 if len(field) > limit or len(value) > limit:
                     self.to_hashtable()
@@ -106,7 +109,7 @@ class HashValue(Value):
         if added:
             self._keys = None
             self.version += 1
-            if self.listpack and len(d) > config.hash_max_listpack_entries:
+            if type(d) is ListpackMap and len(d) > config.hash_max_listpack_entries:
                 self.to_hashtable()
         return added
 

@@ -40,7 +40,7 @@ def is_int_member(member: bytes) -> bool:
 class SetValue(Value):
     """A Redis set."""
 
-    __slots__ = ("s", "intset", "_snap", "version", "scan_index")
+    __slots__ = ("s", "_snap", "version", "scan_index")  # 4 slots: one pymalloc class less
     type_name = b"set"
 
     def __init__(self, s: Any = None, intset: bool = True) -> None:
@@ -51,7 +51,6 @@ class SetValue(Value):
         elif type(s) is not set:
             s = set() if s is None else set(s)
         self.s: Any = s
-        self.intset = intset
         self._snap: tuple[bytes, ...] | None = None
         self.version = 0  # bumped when members are added (SSCAN snapshots, storage.scan)
         self.scan_index: Any = None
@@ -63,8 +62,13 @@ class SetValue(Value):
         intset = len(s) <= config.set_max_intset_entries and all(map(is_int_member, s))
         return cls(s, intset)
 
+    @property
+    def intset(self) -> bool:
+        """True while the encoding is intset (the members are in an IntSet)."""
+        return type(self.s) is IntSet
+
     def encoding(self, config: Any) -> bytes:
-        return b"intset" if self.intset else b"hashtable"
+        return b"intset" if type(self.s) is IntSet else b"hashtable"
 
     def copy(self) -> SetValue:
         return SetValue(self.s.copy(), self.intset)
@@ -80,16 +84,18 @@ class SetValue(Value):
         """Add members; returns how many were new (converting to hashtable as Redis does)."""
         s = self.s
         before = len(s)
-        if self.intset:
+        if type(s) is IntSet:
+            packed = True
             for m in members:
-                if self.intset:
+                if packed:
                     if is_int_member(m):
                         s.add(m)
                         continue
                     self.to_hashtable()
                     s = self.s
+                    packed = False
                 s.add(m)
-            if self.intset and len(s) > config.set_max_intset_entries:
+            if packed and len(s) > config.set_max_intset_entries:
                 self.to_hashtable()
         else:
             s.update(members)
@@ -101,8 +107,7 @@ class SetValue(Value):
 
     def to_hashtable(self) -> None:
         """``setTypeConvert``: the members move to a Python set, for good."""
-        if self.intset:
-            self.intset = False
+        if type(self.s) is IntSet:
             self.s = set(self.s)
 
     def add(self, member: bytes, config: Any) -> bool:
@@ -110,7 +115,7 @@ class SetValue(Value):
 
     def remove(self, member: bytes) -> bool:
         s = self.s
-        if self.intset:
+        if type(s) is IntSet:
             return s.discard(member)
         if member in s:
             s.remove(member)
@@ -120,13 +125,13 @@ class SetValue(Value):
     # -- reads ---------------------------------------------------------------------------
     def ordered(self) -> Iterator[bytes] | list[bytes]:
         """Members in the order Redis would reply with for this encoding."""
-        if self.intset:
+        if type(self.s) is IntSet:
             return self.s.tolist()
         return iter(self.s)
 
     def random_member(self) -> bytes:
         s = self.s
-        if self.intset:
+        if type(s) is IntSet:
             return s.at(random.randrange(len(s)))
         snap = self._snap
         if snap is None or len(snap) > 2 * len(s) + 8:

@@ -79,10 +79,12 @@ class ZSet(Value):
         packed = self.packed
         if packed is not None:
             pairs = packed.pairs()
+            views = self.scores, self.sl
             self.packed = None
             self.scores = {member: score for score, member in pairs}
             self.sl = SortedList(pairs)
-            packed.forward(self.scores, self.sl)
+            views[0].forward(self.scores)  # views a command still holds follow
+            views[1].forward(self.sl)
         self.listpack = False
 
     # -- updates -------------------------------------------------------------------------
