@@ -16,6 +16,7 @@ and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl`
 ``PackedList`` answers the ``deque`` subset of a small list.
 """
 cimport cython
+from itertools import islice
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.pyport cimport PY_SSIZE_T_MAX
@@ -970,6 +971,22 @@ cdef class PackedList(Listpack):
                     return i
                 off += _entry_size(self.lp + off)
         raise ValueError(f"{item!r} is not in deque")
+
+    def range(self, Py_ssize_t start, Py_ssize_t stop):
+        """Elements at [start, stop) (0 <= start <= stop <= len), walking only to them."""
+        cdef list out = []
+        cdef Py_ssize_t off, i
+        if self.dq is not None:
+            return list(islice(self.dq, start, stop))
+        if stop > self.count:
+            stop = self.count
+        if start >= stop:
+            return out
+        off = self._index_offset(start)
+        for i in range(start, stop):
+            out.append(_entry_bytes(self.lp + off))
+            off += _entry_size(self.lp + off)
+        return out
 
     def clear(self):
         if self.dq is not None:

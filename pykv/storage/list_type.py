@@ -79,6 +79,8 @@ class ListValue(Value):
         """Elements ``start..stop`` inclusive (0 <= start <= stop < len), walking from the
         nearer end."""
         items = self.items
+        if type(items) is PackedList:
+            return items.range(start, stop + 1)
         n = len(items)
         if start <= n - 1 - stop:
             return list(islice(items, start, stop + 1))

@@ -274,6 +274,9 @@ def test_packed_list_matches_a_deque(ops: list) -> None:
     assert list(p) == list(model) and list(reversed(p)) == list(reversed(model))
     for i in range(-len(model), len(model)):
         assert p[i] == model[i]
+    for a in range(len(model) + 1):
+        assert p.range(a, len(model)) == list(model)[a:]
+        assert p.range(0, a) == list(model)[:a]
     if p.dq is None:
         assert p.blob() == listpack_encode(list(model))
         assert p.nbytes() <= 8192
