@@ -414,8 +414,7 @@ cdef class ListpackMap(Listpack):
         off += _entry_size(self.lp + off)
         return _entry_bytes(self.lp + off)
 
-    def set(self, bytes field not None, bytes value not None):
-        """Sets ``field`` (in place if present, else appended); True if it is new."""
+    cdef bint _set(self, bytes field, bytes value) except -1:
         cdef Py_ssize_t off = self._find(field)
         if off >= 0:
             self._replace_at(off + _entry_size(self.lp + off), value)
@@ -424,8 +423,12 @@ cdef class ListpackMap(Listpack):
         self._insert_at(self._end(), value)
         return True
 
+    def set(self, bytes field not None, bytes value not None):
+        """Sets ``field`` (in place if present, else appended); True if it is new."""
+        return self._set(field, value)
+
     def __setitem__(self, bytes field not None, bytes value not None):
-        self.set(field, value)
+        self._set(field, value)
 
     def pop(self, bytes field not None, *default):
         cdef Py_ssize_t off = self._find(field)
@@ -686,10 +689,16 @@ cdef class ScoresView:
         self.fwd_scores = scores
 
     def get(self, member, default=None):
+        cdef Py_ssize_t off
+        cdef ListpackZset z = self.z
         if self.fwd_scores is not None:
             return self.fwd_scores.get(member, default)
-        score = self.z.score(member)
-        return default if score is None else score
+        if type(member) is not bytes:
+            return default
+        off = z._find(member)
+        if off < 0:
+            return default
+        return _entry_score(z.lp + off + _entry_size(z.lp + off))
 
     def __getitem__(self, member):
         score = self.get(member)
@@ -866,26 +875,30 @@ cdef class PackedList(Listpack):
             return len(self.dq)
         return self.count
 
-    def append(self, bytes item not None):
+    cdef int _push(self, bytes item, bint left) except -1:
+        if item is None:
+            raise TypeError("list elements are bytes")
         if self.dq is None:
             self._spill(PyBytes_GET_SIZE(item) + 10)
         if self.dq is not None:
-            self.dq.append(item)
+            if left:
+                self.dq.appendleft(item)
+            else:
+                self.dq.append(item)
         else:
-            self._insert_at(self._end(), item)
+            self._insert_at(HEADER if left else self._end(), item)
+        return 0
+
+    def append(self, bytes item not None):
+        self._push(item, False)
 
     def appendleft(self, bytes item not None):
-        if self.dq is None:
-            self._spill(PyBytes_GET_SIZE(item) + 10)
-        if self.dq is not None:
-            self.dq.appendleft(item)
-        else:
-            self._insert_at(HEADER, item)
+        self._push(item, True)
 
     def extend(self, items):
         it = iter(items)
         for item in it:
-            self.append(item)
+            self._push(item, False)
             if self.dq is not None:
                 self.dq.extend(it)
                 return
@@ -893,7 +906,7 @@ cdef class PackedList(Listpack):
     def extendleft(self, items):
         it = iter(items)
         for item in it:
-            self.appendleft(item)
+            self._push(item, True)
             if self.dq is not None:
                 self.dq.extendleft(it)
                 return
