@@ -282,6 +282,9 @@ def test_random_sequences(diff):
             diff("ZREMRANGEBYRANK", key, rng.randrange(-5, 5), rng.randrange(-5, 5))
     diff("ZRANGE", "z1", "0", "-1", "WITHSCORES")
     diff("ZRANGE", "z2", "0", "-1", "WITHSCORES")
+    for key in ("z1", "z2", "z3"):  # small: listpacks, whose bytes DUMP shows
+        diff("OBJECT", "ENCODING", key)
+        diff("DUMP", key)
 
 
 def test_random_lex(diff):
