@@ -28,6 +28,21 @@ from libc.string cimport memcmp, memcpy, memmove
 from pykv.protocol._parser cimport parse_ll
 
 DEF HEADER = 6
+# Redis's LISTPACK_MAX_SAFETY_SIZE: lpSafeToAdd refuses to grow a listpack past it and the
+# value converts to its big encoding instead (the 4-byte size field could not hold 4 GB)
+cdef Py_ssize_t LISTPACK_MAX_SAFETY_SIZE = 1 << 30
+
+
+def set_safety_size(Py_ssize_t size):
+    """Changes the safety size (tests reach it without gigabytes); returns the old one."""
+    global LISTPACK_MAX_SAFETY_SIZE
+    old = LISTPACK_MAX_SAFETY_SIZE
+    LISTPACK_MAX_SAFETY_SIZE = size
+    return old
+
+
+class ListpackFull(OverflowError):
+    """The write would grow the listpack past Redis's safety size: convert, then write."""
 DEF MAX_ENTRY_HEAD = 5   # encoding bytes before a string's data
 DEF MAX_BACKLEN = 5
 
@@ -205,6 +220,13 @@ cdef Py_ssize_t _encode(unsigned char *out, const char *s, Py_ssize_t n) noexcep
     return head + _put_backlen(out + head, head)
 
 
+cdef int _check_room(Listpack lp, bytes a, bytes b) except -1:
+    """ListpackFull unless entries for ``a`` and ``b`` fit under the safety size."""
+    if lp._total() + PyBytes_GET_SIZE(a) + PyBytes_GET_SIZE(b) + 20 > LISTPACK_MAX_SAFETY_SIZE:
+        raise ListpackFull()
+    return 0
+
+
 cdef class Listpack:
     """A sequence of ``bytes`` elements in one Redis-layout listpack buffer."""
     cdef unsigned char *lp
@@ -245,6 +267,8 @@ cdef class Listpack:
         cdef Py_ssize_t total = self._total()
         cdef Py_ssize_t new_total = total - remove + n
         cdef unsigned char *p
+        if new_total > LISTPACK_MAX_SAFETY_SIZE:
+            raise ListpackFull()
         if n > remove:
             p = <unsigned char *>PyMem_Realloc(self.lp, new_total)
             if p == NULL:
@@ -419,6 +443,7 @@ cdef class ListpackMap(Listpack):
         if off >= 0:
             self._replace_at(off + _entry_size(self.lp + off), value)
             return False
+        _check_room(self, field, value)  # both entries or neither
         self._insert_at(self._end(), field)
         self._insert_at(self._end(), value)
         return True
@@ -563,6 +588,7 @@ cdef class ListpackZset(Listpack):
         cdef Py_ssize_t off = HEADER, end = self._end()
         cdef const char *s = PyBytes_AS_STRING(member)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(member)
+        _check_room(self, member, text)  # both entries or neither
         while off < end and self._before(self.lp + off, score, s, n):
             off += _entry_size(self.lp + off)
             off += _entry_size(self.lp + off)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pykv.storage._listpack import ListpackMap
+from pykv.storage._listpack import ListpackFull, ListpackMap
 from pykv.storage.values import Value
 
 _ENTRY_OVERHEAD = 2 * 33 + 24
@@ -94,7 +94,12 @@ class HashValue(Value):
                 if len(field) > limit or len(value) > limit:
                     self.to_hashtable()
                     d = self.d
-            d[field] = value
+            try:
+                d[field] = value
+            except ListpackFull:  # lpSafeToAdd: past 1 GB the hash converts first
+                self.to_hashtable()
+                d = self.d
+                d[field] = value
         else:
             if self.listpack:
                 limit = config.hash_max_listpack_value
@@ -104,7 +109,12 @@ class HashValue(Value):
                         d = self.d
                         break
             for i in range(start, n, 2):
-                d[argv[i]] = argv[i + 1]
+                try:
+                    d[argv[i]] = argv[i + 1]
+                except ListpackFull:
+                    self.to_hashtable()
+                    d = self.d
+                    d[argv[i]] = argv[i + 1]
         added = len(d) - before
         if added:
             self._keys = None
@@ -123,7 +133,11 @@ class HashValue(Value):
         if field not in d:
             self._keys = None
             self.version += 1
-        d[field] = value
+        try:
+            d[field] = value
+        except ListpackFull:
+            self.to_hashtable()
+            self.d[field] = value
         self.check_size(config)
 
     def delete(self, field: bytes) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from pykv.protocol import format_double
-from pykv.storage._listpack import ListpackZset
+from pykv.storage._listpack import ListpackFull, ListpackZset
 from pykv.storage.values import Value
 
 _INF = math.inf
@@ -97,8 +97,11 @@ class ZSet(Value):
             score = 0.0
         packed = self.packed
         if packed is not None:
-            packed.insert(member, score, score_text(score))
-            return
+            try:
+                packed.insert(member, score, score_text(score))
+                return
+            except ListpackFull:  # lpSafeToAdd: past 1 GB the set converts first
+                self.to_skiplist()
         self.scores[member] = score
         self.sl.add((score, member))
 
@@ -108,7 +111,7 @@ class ZSet(Value):
         packed = self.packed
         if packed is not None:  # zsetAdd's listpack path: delete, then insert again
             packed.delete(member)
-            packed.insert(member, new, score_text(new))
+            self.insert(member, new)
             return
         self.scores[member] = new
         sl = self.sl

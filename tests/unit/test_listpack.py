@@ -297,3 +297,35 @@ def test_packed_list_spills_past_one_node_and_settles() -> None:
     lv.settle()
     assert type(lv.items) is deque and list(lv.items)[:2] == [b"a", b"b"]
     assert type(ListValue([b"e"] * 5000).items) is deque
+
+
+def test_past_the_safety_size_values_convert_before_writing() -> None:
+    """lpSafeToAdd: a write that would grow a listpack past 1 GB converts the value first
+    (here with the limit lowered to 200 bytes)."""
+    from pykv.storage import _listpack
+    from pykv.storage.hash_type import HashValue
+    from pykv.storage.zset_type import ZSet
+
+    cfg = _cfg()
+    old = _listpack.set_safety_size(200)
+    try:
+        h = HashValue()
+        h.set_pairs(cfg, [b"HSET", b"k", b"a", b"x" * 60, b"b", b"y" * 60], 2)
+        assert h.listpack
+        h.set_pairs(cfg, [b"HSET", b"k", b"c", b"z" * 60], 2)
+        assert not h.listpack and h.d == {b"a": b"x" * 60, b"b": b"y" * 60, b"c": b"z" * 60}
+        z = ZSet()
+        for i in range(3):
+            z.insert(b"m%d" % i + b"-" * 60, float(i))
+        assert z.packed is None and len(z) == 3 and z.rank(b"m2" + b"-" * 60) == 2
+        m = ListpackMap()
+        m[b"f"] = b"v" * 150
+        try:
+            m[b"g"] = b"w" * 60
+        except _listpack.ListpackFull:
+            pass
+        else:
+            raise AssertionError("ListpackFull expected")
+        assert m.items() == [(b"f", b"v" * 150)]  # neither entry of the refused pair written
+    finally:
+        _listpack.set_safety_size(old)
