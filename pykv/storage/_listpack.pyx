@@ -583,6 +583,14 @@ cdef class ListpackZset(Listpack):
             return None
         return _entry_score(self.lp + off + _entry_size(self.lp + off))
 
+    def extend_sorted(self, pairs):
+        """Appends (member, score text) pairs already in (score, member) order and absent
+        (a set built whole: RDB load, a store command's result) without searching."""
+        for member, text in pairs:
+            _check_room(self, member, text)
+            self._insert_at(self._end(), member)
+            self._insert_at(self._end(), text)
+
     def insert(self, bytes member not None, double score, bytes text not None):
         """Adds an absent ``member`` whose score ``score`` is written as ``text``."""
         cdef Py_ssize_t off = HEADER, end = self._end()

@@ -35,9 +35,12 @@ class HashValue(Value):
         """``d``: a dict, or a ``ListpackMap`` (taken as it is) for a listpack hash."""
         if listpack:
             if type(d) is not ListpackMap:
-                d = ListpackMap(d)
-        elif type(d) is not dict:
-            d = {} if d is None else dict(d.items())
+                try:
+                    d = ListpackMap(d)
+                except ListpackFull:  # past 1 GB (lpSafeToAdd): a hashtable
+                    listpack = False
+        if not listpack and type(d) is not dict:
+            d = {} if d is None else dict(d.items() if hasattr(d, "items") else d)
         self.d: Any = d
         self._keys: list[bytes] | None = None  # snapshot for random picks
         self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
@@ -125,20 +128,27 @@ class HashValue(Value):
 
     def set_computed(self, config: Any, field: bytes, value: bytes) -> None:
         """``hashTypeSet`` for values the server made (HINCRBY*): length rules, then size."""
-        if self.listpack:
+        d = self.d
+        if type(d) is ListpackMap:
             limit = config.hash_max_listpack_value
             if len(field) > limit or len(value) > limit:
                 self.to_hashtable()
-        d = self.d
-        if field not in d:
+                d = self.d
+        if type(d) is ListpackMap:
+            try:
+                new = d.set(field, value)  # one search for both questions
+            except ListpackFull:
+                self.to_hashtable()
+                d = self.d
+                new = field not in d
+                d[field] = value
+        else:
+            new = field not in d
+            d[field] = value
+        if new:
             self._keys = None
             self.version += 1
-        try:
-            d[field] = value
-        except ListpackFull:
-            self.to_hashtable()
-            self.d[field] = value
-        self.check_size(config)
+            self.check_size(config)
 
     def delete(self, field: bytes) -> bool:
         if self.d.pop(field, None) is None:

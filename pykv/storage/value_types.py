@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykv.storage._intset import IntSet
-from pykv.storage._listpack import ListpackMap, ListpackZset
+from pykv.storage._listpack import ListpackFull, ListpackMap, ListpackZset
 from pykv.storage.hash_type import HashValue
 from pykv.storage.list_type import ListValue
 from pykv.storage.set_type import SetValue
@@ -91,9 +91,11 @@ def make_zset(pairs: list[tuple[bytes, float]], config: Any, packed: bool = Fals
     ordered = sorted((score, member) for member, score in scores.items())
     if small:
         lp = ListpackZset()
-        for score, member in ordered:
-            lp.insert(member, score, score_text(score))
-        return ZSet(True, lp)
+        try:
+            lp.extend_sorted([(member, score_text(score)) for score, member in ordered])
+            return ZSet(True, lp)
+        except ListpackFull:  # past 1 GB: built as a skiplist
+            pass
     zset = ZSet(listpack=False)
     zset.scores = scores
     zset.sl.update(ordered)

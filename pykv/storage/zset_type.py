@@ -141,10 +141,14 @@ class ZSet(Value):
             self.to_skiplist()
         elif self.packed is None:
             packed = ListpackZset()
-            for score, member in self.sl:
-                # a listpack keeps scores as text, where -0 reads back as 0
-                score = 0.0 if score == 0.0 else score
-                packed.insert(member, score, score_text(score))
+            # in order already; a listpack keeps scores as text, where -0 reads back as 0
+            # (and -0 == 0 sorts with the zeros, so the order holds)
+            try:
+                packed.extend_sorted([(member, score_text(0.0 if score == 0.0 else score))
+                                      for score, member in self.sl])
+            except ListpackFull:  # past 1 GB: stays a skiplist (zsetTypeCreate's rule)
+                self.listpack = False
+                return
             self.listpack = True
             self._use_packed(packed)
 
