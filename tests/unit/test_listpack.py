@@ -206,6 +206,9 @@ def test_zset_pack_matches_a_sorted_model(ops: list, probes: list) -> None:
             assert z.bisect(key, True) == bisect_right(ordered, key), key
     flat = [x for s, m in ordered for x in (m, score_text(s))]
     assert z.blob() == listpack_encode(flat)
+    whole = ListpackZset()
+    whole.extend_sorted([(m, score_text(s)) for s, m in ordered])
+    assert whole.blob() == z.blob()
     views = z.scores_view(), z.sorted_view()
     assert views[0] == dict(model) and list(views[1]) == ordered
     assert list(views[1].islice(1, 3, reverse=True)) == ordered[1:3][::-1]
