@@ -93,12 +93,14 @@ def _push(c: Any, key: bytes, elements: list[bytes], left: bool, only_existing: 
             value.items.extendleft(elements)
         else:
             value.items.extend(elements)
+        value.settle()
         db.set(key, value)
     elif type(value) is ListValue:
         if left:
             value.items.extendleft(elements)
         else:
             value.items.extend(elements)
+        value.settle()
         db.modified(key)
     else:
         raise _WRONGTYPE

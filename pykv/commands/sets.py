@@ -217,8 +217,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         random.shuffle(members)
         popped = members[:count]
         rebuilt = SetValue.build(members[count:], server.config)
-        value.s = rebuilt.s
-        value.intset = rebuilt.intset
+        value.s = rebuilt.s  # and with it the encoding
         value._snap = None
         value.version += 1
     db.modified(key)
@@ -316,7 +315,7 @@ def _union(c: Any, sets: list[SetValue | None]) -> SetValue:
     members: set[bytes] = set()
     for s in sets:
         if s is not None:
-            members |= s.s
+            members.update(s.s)  # s.s may be an IntSet
     return SetValue.build(members, c.server.config)
 
 
@@ -330,7 +329,7 @@ def _diff(c: Any, sets: list[SetValue | None]) -> SetValue:
         return SetValue()
     result = set(first.s)
     for s in rest:
-        result -= s.s
+        result.difference_update(s.s)
     # Redis's algorithm 2 copies the whole first set and then removes: the result keeps
     # the encoding the copy had. Algorithm 1 only adds the survivors.
     work_one = len(first.s) * (1 + len(rest)) // 2

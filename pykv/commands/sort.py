@@ -123,7 +123,7 @@ def _sort(c: Any, argv: list[bytes], readonly: bool) -> Any:
             store is not None or getattr(c, "is_script_client", False)):
         dontsort, alpha, sortby = False, True, None
     if kind == b"zset":
-        source.listpack = False  # Redis 7.0 converts a sorted set it sorts, for good
+        source.to_skiplist()  # Redis 7.0 converts a sorted set it sorts, for good
     length = 0 if source is None else len(source)
     start = max(limit_start, 0)
     end = length - 1 if limit_count < 0 else start + limit_count - 1

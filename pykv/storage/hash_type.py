@@ -3,17 +3,23 @@
 Encoding follows Redis 7.0: a new hash is a ``listpack`` and becomes a ``hashtable`` when a
 field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET check every
 argument before writing, even values equal to the stored ones) or when it holds more than
-``hash-max-listpack-entries`` fields. It never converts back. The flag is state, not a
-function of the contents, because Redis's encoding depends on history too.
+``hash-max-listpack-entries`` fields. It never converts back. The encoding is state (which
+structure ``d`` is), not a function of the contents, because Redis's depends on history too.
 
 A dict keeps insertion order, which is exactly a listpack's order (an update keeps the
 field's place, a new field goes to the end), so small hashes reply in Redis's order.
+
+While it is a listpack the fields live in one packed buffer (``ListpackMap``, Redis's own
+listpack bytes: field, value, field, value... in insertion order, so small hashes reply in
+Redis's order and RDB/DUMP write the buffer as it is); at conversion they move to a ``dict``
+(which keeps that order). ``d`` is either, and answers the same dict subset.
 """
 from __future__ import annotations
 
 import random
 from typing import Any
 
+from pykv.storage._listpack import ListpackFull, ListpackMap
 from pykv.storage.values import Value
 
 _ENTRY_OVERHEAD = 2 * 33 + 24
@@ -22,12 +28,20 @@ _ENTRY_OVERHEAD = 2 * 33 + 24
 class HashValue(Value):
     """A Redis hash."""
 
-    __slots__ = ("d", "listpack", "_keys", "version", "scan_index")
+    __slots__ = ("d", "_keys", "version", "scan_index")  # 4 slots: one pymalloc class less
     type_name = b"hash"
 
-    def __init__(self, d: dict[bytes, bytes] | None = None, listpack: bool = True) -> None:
-        self.d: dict[bytes, bytes] = d if d is not None else {}
-        self.listpack = listpack
+    def __init__(self, d: Any = None, listpack: bool = True) -> None:
+        """``d``: a dict, or a ``ListpackMap`` (taken as it is) for a listpack hash."""
+        if listpack:
+            if type(d) is not ListpackMap:
+                try:
+                    d = ListpackMap(d)
+                except ListpackFull:  # past 1 GB (lpSafeToAdd): a hashtable
+                    listpack = False
+        if not listpack and type(d) is not dict:
+            d = {} if d is None else dict(d.items() if hasattr(d, "items") else d)
+        self.d: Any = d
         self._keys: list[bytes] | None = None  # snapshot for random picks
         self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
         self.scan_index: Any = None
@@ -41,11 +55,16 @@ class HashValue(Value):
             len(k) <= limit and len(v) <= limit for k, v in d.items())
         return cls(d, listpack)
 
+    @property
+    def listpack(self) -> bool:
+        """True while the encoding is listpack (the fields are in a ListpackMap)."""
+        return type(self.d) is ListpackMap
+
     def encoding(self, config: Any) -> bytes:
-        return b"listpack" if self.listpack else b"hashtable"
+        return b"listpack" if type(self.d) is ListpackMap else b"hashtable"
 
     def copy(self) -> HashValue:
-        return HashValue(dict(self.d), self.listpack)
+        return HashValue(self.d.copy(), self.listpack)
 
     def __len__(self) -> int:
         return len(self.d)
@@ -57,7 +76,12 @@ class HashValue(Value):
     # -- encoding rules ------------------------------------------------------------------
     def check_size(self, config: Any) -> None:
         if self.listpack and len(self.d) > config.hash_max_listpack_entries:
-            self.listpack = False
+            self.to_hashtable()
+
+    def to_hashtable(self) -> None:
+        """``hashTypeConvert``: the pairs move to a dict, in their listpack order."""
+        if type(self.d) is ListpackMap:
+            self.d = dict(self.d.items())
 
     # -- writes --------------------------------------------------------------------------
     def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
@@ -68,40 +92,63 @@ class HashValue(Value):
         if n == start + 2:  # the usual single pair: no iterator machinery
             field = argv[start]
             value = argv[start + 1]
-            if self.listpack:
+            if type(d) is ListpackMap:
                 limit = config.hash_max_listpack_value
                 if len(field) > limit or len(value) > limit:
-                    self.listpack = False
-            d[field] = value
+                    self.to_hashtable()
+                    d = self.d
+            try:
+                d[field] = value
+            except ListpackFull:  # lpSafeToAdd: past 1 GB the hash converts first
+                self.to_hashtable()
+                d = self.d
+                d[field] = value
         else:
             if self.listpack:
                 limit = config.hash_max_listpack_value
                 for i in range(start, n):
                     if len(argv[i]) > limit:
-                        self.listpack = False
+                        self.to_hashtable()
+                        d = self.d
                         break
             for i in range(start, n, 2):
-                d[argv[i]] = argv[i + 1]
+                try:
+                    d[argv[i]] = argv[i + 1]
+                except ListpackFull:
+                    self.to_hashtable()
+                    d = self.d
+                    d[argv[i]] = argv[i + 1]
         added = len(d) - before
         if added:
             self._keys = None
             self.version += 1
-            if self.listpack and len(d) > config.hash_max_listpack_entries:
-                self.listpack = False
+            if type(d) is ListpackMap and len(d) > config.hash_max_listpack_entries:
+                self.to_hashtable()
         return added
 
     def set_computed(self, config: Any, field: bytes, value: bytes) -> None:
         """``hashTypeSet`` for values the server made (HINCRBY*): length rules, then size."""
-        if self.listpack:
+        d = self.d
+        if type(d) is ListpackMap:
             limit = config.hash_max_listpack_value
             if len(field) > limit or len(value) > limit:
-                self.listpack = False
-        d = self.d
-        if field not in d:
+                self.to_hashtable()
+                d = self.d
+        if type(d) is ListpackMap:
+            try:
+                new = d.set(field, value)  # one search for both questions
+            except ListpackFull:
+                self.to_hashtable()
+                d = self.d
+                new = field not in d
+                d[field] = value
+        else:
+            new = field not in d
+            d[field] = value
+        if new:
             self._keys = None
             self.version += 1
-        d[field] = value
-        self.check_size(config)
+            self.check_size(config)
 
     def delete(self, field: bytes) -> bool:
         if self.d.pop(field, None) is None:

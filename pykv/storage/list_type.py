@@ -1,4 +1,9 @@
-"""The list value type: a ``collections.deque`` of ``bytes`` elements.
+"""The list value type: a ``collections.deque`` of ``bytes`` elements, packed while small.
+
+A new list keeps its elements in a ``PackedList`` (one listpack buffer answering the deque
+subset the commands use) until they outgrow one quicklist node of the default size (8 KB);
+then they move to a deque, which the PackedList forwards to until ``settle`` puts the
+deque itself in ``items`` (the push path calls it), so big lists pay nothing for it.
 
 A deque gives O(1) pushes and pops at both ends (LPUSH/RPOP queues, the blocking
 commands) and C-speed iteration; index access costs O(distance from the nearer end), which
@@ -16,6 +21,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
+from pykv.storage._listpack import PackedList
 from pykv.storage.values import Value
 
 # per-element overhead estimate: deque slot + bytes object header
@@ -29,7 +35,18 @@ class ListValue(Value):
     type_name = b"list"
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
-        self.items: deque[bytes] = deque(items)
+        if type(items) in (list, deque) and len(items) > 4096:  # > 8 KB at 2 bytes each
+            self.items: Any = deque(items)
+            return
+        packed = PackedList()
+        packed.extend(items)
+        self.items = packed if packed.dq is None else packed.dq
+
+    def settle(self) -> None:
+        """After a push: a packed list that moved to a deque is replaced by the deque."""
+        items = self.items
+        if type(items) is PackedList and items.dq is not None:
+            self.items = items.dq
 
     def encoding(self, config: Any) -> bytes:
         return b"quicklist"
@@ -62,6 +79,8 @@ class ListValue(Value):
         """Elements ``start..stop`` inclusive (0 <= start <= stop < len), walking from the
         nearer end."""
         items = self.items
+        if type(items) is PackedList:
+            return items.range(start, stop + 1)
         n = len(items)
         if start <= n - 1 - stop:
             return list(islice(items, start, stop + 1))
@@ -94,7 +113,7 @@ class ListValue(Value):
         if start + right == 0:
             return 0
         if start + right > n // 2:
-            self.items = deque(self.slice(start, stop))
+            self.items = ListValue(self.slice(start, stop)).items
         else:
             for _ in range(start):
                 items.popleft()

@@ -76,10 +76,6 @@ def _lp_entry(element: bytes) -> int:
     return size + (1 if size < 128 else 2)
 
 
-def _listpack(elements: Any) -> int:
-    return 7 + sum(_lp_entry(e) for e in elements)
-
-
 def _sampled(items: Any, n: int, per_item: Any) -> int:
     """The sum of ``per_item`` over ``n`` items, sampled beyond ``SAMPLES`` of them."""
     if n <= SAMPLES:
@@ -110,7 +106,7 @@ def value_usage(value: Any) -> int:
     if kind == b"hash":
         d = value.d
         if value.listpack:
-            return ROBJ + size_class(_listpack(x for kv in d.items() for x in kv))
+            return ROBJ + size_class(d.nbytes())  # the value's buffer is Redis's listpack
         return ROBJ + 96 + _table(n) + _sampled(iter(d.items()), n, _hash_entry)
     if kind == b"list":
         lp = 7 + _sampled(iter(value.items), n, _lp_entry)
@@ -119,15 +115,12 @@ def value_usage(value: Any) -> int:
     if kind == b"set":
         members = value.s
         if value.intset:
-            width = max((_int_width(m) for m in islice(members, SAMPLES)), default=1)
-            width = 2 if width <= 3 else 4 if width <= 5 else 8
-            return ROBJ + size_class(8 + n * width)
+            return ROBJ + size_class(members.nbytes())  # the value's buffer is the intset
         return ROBJ + 96 + _table(n) + _sampled(iter(members), n, _set_entry)
     if kind == b"zset":
         scores = value.scores
-        if value.listpack:
-            lp = 7 + sum(_lp_entry(m) + _lp_entry(b"%.17g" % sc) for m, sc in scores.items())
-            return ROBJ + size_class(lp)
+        if value.packed is not None:
+            return ROBJ + size_class(value.packed.nbytes())  # the value's own listpack
         return ROBJ + 96 + 64 + _table(n) + _sampled(iter(scores), n, _zset_entry)
     if kind == b"stream":
         # Redis preallocates each node's listpack at stream-node-max-bytes' default 4 KB

@@ -7,6 +7,10 @@ sets afresh (SINTERSTORE/SUNIONSTORE/SDIFFSTORE results, SMOVE's new destination
 survivors of a large SPOP with count), and a fresh set is an intset again if its members
 allow it: ``SetValue.build`` follows that rule.
 
+While it is an intset the members live in one packed ``IntSet`` (Redis's own intset bytes,
+which RDB/DUMP write as they are); at conversion they move to a ``set``. ``s`` is either, and
+answers the same set subset (membership, len, iteration, add/remove/discard).
+
 An intset is sorted, so intset-encoded sets reply in ascending numeric order, as Redis's do;
 hashtable sets reply in Python's set order (Redis's is its own hash order: callers and tests
 must treat it as unordered).
@@ -22,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pykv.protocol._parser import string2ll as to_int
+from pykv.storage._intset import IntSet
 from pykv.storage.values import Value
 
 _MEMBER_OVERHEAD = 33 + 24
@@ -35,12 +40,17 @@ def is_int_member(member: bytes) -> bool:
 class SetValue(Value):
     """A Redis set."""
 
-    __slots__ = ("s", "intset", "_snap", "version", "scan_index")
+    __slots__ = ("s", "_snap", "version", "scan_index")  # 4 slots: one pymalloc class less
     type_name = b"set"
 
-    def __init__(self, s: set[bytes] | None = None, intset: bool = True) -> None:
-        self.s: set[bytes] = s if s is not None else set()
-        self.intset = intset
+    def __init__(self, s: Any = None, intset: bool = True) -> None:
+        """``s``: a set of members, or an ``IntSet`` (taken as it is) for an intset."""
+        if intset:
+            if type(s) is not IntSet:
+                s = IntSet(s)
+        elif type(s) is not set:
+            s = set() if s is None else set(s)
+        self.s: Any = s
         self._snap: tuple[bytes, ...] | None = None
         self.version = 0  # bumped when members are added (SSCAN snapshots, storage.scan)
         self.scan_index: Any = None
@@ -52,11 +62,16 @@ class SetValue(Value):
         intset = len(s) <= config.set_max_intset_entries and all(map(is_int_member, s))
         return cls(s, intset)
 
+    @property
+    def intset(self) -> bool:
+        """True while the encoding is intset (the members are in an IntSet)."""
+        return type(self.s) is IntSet
+
     def encoding(self, config: Any) -> bytes:
-        return b"intset" if self.intset else b"hashtable"
+        return b"intset" if type(self.s) is IntSet else b"hashtable"
 
     def copy(self) -> SetValue:
-        return SetValue(set(self.s), self.intset)
+        return SetValue(self.s.copy(), self.intset)
 
     def __len__(self) -> int:
         return len(self.s)
@@ -69,14 +84,19 @@ class SetValue(Value):
         """Add members; returns how many were new (converting to hashtable as Redis does)."""
         s = self.s
         before = len(s)
-        if self.intset:
+        if type(s) is IntSet:
+            packed = True
             for m in members:
-                if m not in s:
-                    if self.intset and not is_int_member(m):
-                        self.intset = False
-                    s.add(m)
-            if self.intset and len(s) > config.set_max_intset_entries:
-                self.intset = False
+                if packed:
+                    if is_int_member(m):
+                        s.add(m)
+                        continue
+                    self.to_hashtable()
+                    s = self.s
+                    packed = False
+                s.add(m)
+            if packed and len(s) > config.set_max_intset_entries:
+                self.to_hashtable()
         else:
             s.update(members)
         added = len(s) - before
@@ -85,11 +105,18 @@ class SetValue(Value):
             self.version += 1
         return added
 
+    def to_hashtable(self) -> None:
+        """``setTypeConvert``: the members move to a Python set, for good."""
+        if type(self.s) is IntSet:
+            self.s = set(self.s)
+
     def add(self, member: bytes, config: Any) -> bool:
         return self.add_many((member,), config) == 1
 
     def remove(self, member: bytes) -> bool:
         s = self.s
+        if type(s) is IntSet:
+            return s.discard(member)
         if member in s:
             s.remove(member)
             return True
@@ -98,12 +125,14 @@ class SetValue(Value):
     # -- reads ---------------------------------------------------------------------------
     def ordered(self) -> Iterator[bytes] | list[bytes]:
         """Members in the order Redis would reply with for this encoding."""
-        if self.intset:
-            return sorted(self.s, key=int)
+        if type(self.s) is IntSet:
+            return self.s.tolist()
         return iter(self.s)
 
     def random_member(self) -> bytes:
         s = self.s
+        if type(s) is IntSet:
+            return s.at(random.randrange(len(s)))
         snap = self._snap
         if snap is None or len(snap) > 2 * len(s) + 8:
             snap = self._snap = tuple(s)
@@ -115,7 +144,7 @@ class SetValue(Value):
 
     def random_distinct(self, count: int) -> list[bytes]:
         """``count`` distinct random members (count < len)."""
-        if count * 3 > len(self.s):
+        if count * 3 > len(self.s) or self.intset:
             return random.sample(list(self.s), count)
         seen: dict[bytes, None] = {}
         pick = self.random_member

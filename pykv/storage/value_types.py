@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykv.storage._intset import IntSet
+from pykv.storage._listpack import ListpackFull, ListpackMap, ListpackZset
 from pykv.storage.hash_type import HashValue
 from pykv.storage.list_type import ListValue
 from pykv.storage.set_type import SetValue
-from pykv.storage.zset_type import ZSet
+from pykv.storage.zset_type import ZSet, score_text
 
 
 def list_items(value: ListValue) -> list[bytes]:
@@ -30,8 +32,36 @@ def make_set(members: list[bytes], config: Any) -> SetValue:
     return SetValue.build(members, config)
 
 
+def set_intset(value: SetValue) -> bytes:
+    """The intset blob of an intset-encoded set (its buffer, as RDB/DUMP store it)."""
+    return value.s.blob()
+
+
+def make_set_from_intset(blob: bytes, members: list[bytes], config: Any) -> SetValue:
+    """A set loaded from a validated intset ``blob`` holding ``members``: the buffer is
+    copied as it is (Redis keeps a loaded intset's width) unless it has too many members."""
+    if len(members) <= config.set_max_intset_entries:
+        return SetValue(IntSet.from_blob(blob), True)
+    return SetValue(set(members), False)
+
+
 def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
     return list(value.d.items())
+
+
+def hash_listpack(value: HashValue) -> bytes:
+    """The listpack blob of a listpack-encoded hash (its buffer, as RDB/DUMP store it)."""
+    return value.d.blob()
+
+
+def make_hash_from_listpack(blob: bytes, pairs: list[tuple[bytes, bytes]],
+                            config: Any) -> HashValue:
+    """A hash loaded from a valid, canonically encoded listpack ``blob`` holding ``pairs``
+    (duplicates are the caller's check): the buffer is copied as it is when it stays a
+    listpack."""
+    if len(pairs) <= config.hash_max_listpack_entries:
+        return HashValue(ListpackMap.from_blob(blob, len(pairs)), True)
+    return HashValue(dict(pairs), False)
 
 
 def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = False) -> HashValue:
@@ -44,6 +74,8 @@ def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = Fals
 
 def zset_items(value: ZSet) -> list[tuple[bytes, float]]:
     """(member, score) pairs in ascending (score, member) order."""
+    if value.packed is not None:
+        return value.packed.members_scores()
     return [(member, score) for score, member in value.sl]
 
 
@@ -51,14 +83,38 @@ def make_zset(pairs: list[tuple[bytes, float]], config: Any, packed: bool = Fals
     """``packed`` as for ``make_hash``."""
     small = len(pairs) <= config.zset_max_listpack_entries and (packed or all(
         len(member) <= config.zset_max_listpack_value for member, _ in pairs))
-    zset = ZSet(listpack=small)
-    scores = zset.scores
+    scores: dict[bytes, float] = {}
     for member, score in pairs:
         if member not in scores:
             # a listpack keeps scores as text, where -0 reads back as 0 (ZSet.insert)
             scores[member] = 0.0 if small and score == 0.0 else score
-    zset.sl.update((score, member) for member, score in scores.items())  # one sort
+    ordered = sorted((score, member) for member, score in scores.items())
+    if small:
+        lp = ListpackZset()
+        try:
+            lp.extend_sorted([(member, score_text(score)) for score, member in ordered])
+            return ZSet(True, lp)
+        except ListpackFull:  # past 1 GB: built as a skiplist
+            pass
+    zset = ZSet(listpack=False)
+    zset.scores = scores
+    zset.sl.update(ordered)
     return zset
+
+
+def zset_listpack(value: ZSet) -> bytes:
+    """The listpack blob of a listpack-encoded zset (its buffer, as RDB/DUMP store it)."""
+    return value.packed.blob()
+
+
+def make_zset_from_listpack(blob: bytes, pairs: list[tuple[bytes, float]],
+                            config: Any) -> ZSet:
+    """A zset loaded from a valid, canonically encoded listpack ``blob`` holding ``pairs``
+    in (score, member) order with distinct members and no ``-0`` score: the buffer is
+    copied as it is when it stays a listpack."""
+    if len(pairs) <= config.zset_max_listpack_entries:
+        return ZSet(True, ListpackZset.from_blob(blob, len(pairs)))
+    return make_zset(pairs, config, packed=True)
 
 
 def save_stream(writer: Any, value: Any) -> None:

@@ -5,9 +5,13 @@ A ``ZSet`` keeps a dict member -> score (O(1) ZSCORE, membership) and a
 skiplist orders them (score, then bytes of the member), so rank, index, score and lex ranges
 are O(log n) bisections. Tuples compare in C, which keeps ZADD and ZRANGEBYSCORE lean.
 
-Redis's listpack/skiplist encoding is only a name here: ``listpack`` flips to False when an
-insert crosses ``zset-max-listpack-entries``/``-value`` and never flips back, except for the
-store commands that rebuild a destination (``convert_if_small``), as Redis 7.0 does.
+While the encoding is ``listpack`` the pairs live in one packed buffer instead
+(``ListpackZset``: Redis's own listpack bytes, member then score text, in (score, member)
+order), and ``scores``/``sl`` are read-only views over it answering the dict/SortedList
+subsets the commands read; writes go through ``insert``/``update``/``remove``. ``listpack``
+flips to False (the pairs move to the dict and sorted list) when an insert crosses
+``zset-max-listpack-entries``/``-value`` and never flips back, except for the store commands
+that rebuild a destination (``convert_if_small``), as Redis 7.0 does.
 
 Hot paths peek at ``SortedList._lists``: while a set fits one sublist (under ~1000
 members) bisecting and slicing that plain list directly is several times cheaper.
@@ -22,6 +26,8 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from pykv.protocol import format_double
+from pykv.storage._listpack import ListpackFull, ListpackZset
 from pykv.storage.values import Value
 
 _INF = math.inf
@@ -29,15 +35,25 @@ _nextafter = math.nextafter
 
 
 class ZSet(Value):
-    """A sorted set: member -> score dict plus a sorted list of (score, member)."""
+    """A sorted set: member -> score dict plus a sorted list of (score, member), or one
+    packed listpack (``packed``) while small."""
 
-    __slots__ = ("scores", "sl", "listpack")
+    __slots__ = ("scores", "sl", "listpack", "packed")
     type_name = b"zset"
 
-    def __init__(self, listpack: bool = True) -> None:
-        self.scores: dict[bytes, float] = {}
-        self.sl = SortedList()
+    def __init__(self, listpack: bool = True, packed: ListpackZset | None = None) -> None:
         self.listpack = listpack
+        if listpack:
+            self._use_packed(packed if packed is not None else ListpackZset())
+        else:
+            self.packed = None
+            self.scores: Any = {}
+            self.sl: Any = SortedList()
+
+    def _use_packed(self, packed: ListpackZset) -> None:
+        self.packed = packed
+        self.scores = packed.scores_view()
+        self.sl = packed.sorted_view()
 
     def encoding(self, config: Any) -> bytes:
         return b"listpack" if self.listpack else b"skiplist"
@@ -46,13 +62,30 @@ class ZSet(Value):
         return len(self.scores)
 
     def copy(self) -> ZSet:
-        z = ZSet(self.listpack)
+        if self.packed is not None:
+            return ZSet(True, self.packed.copy())
+        z = ZSet(False)
+        z.listpack = self.listpack
         z.scores = dict(self.scores)
         z.sl = SortedList(self.sl)
         return z
 
     def memory_usage(self) -> int:
         return 64 + sum(len(m) + 48 for m in self.scores)
+
+    # -- encoding ------------------------------------------------------------------------
+    def to_skiplist(self) -> None:
+        """``zsetConvert``: the pairs move to the dict and sorted list, for good."""
+        packed = self.packed
+        if packed is not None:
+            pairs = packed.pairs()
+            views = self.scores, self.sl
+            self.packed = None
+            self.scores = {member: score for score, member in pairs}
+            self.sl = SortedList(pairs)
+            views[0].forward(self.scores)  # views a command still holds follow
+            views[1].forward(self.sl)
+        self.listpack = False
 
     # -- updates -------------------------------------------------------------------------
     def insert(self, member: bytes, score: float) -> None:
@@ -62,18 +95,33 @@ class ZSet(Value):
         """
         if score == 0.0 and self.listpack:
             score = 0.0
+        packed = self.packed
+        if packed is not None:
+            try:
+                packed.insert(member, score, score_text(score))
+                return
+            except ListpackFull:  # lpSafeToAdd: past 1 GB the set converts first
+                self.to_skiplist()
         self.scores[member] = score
         self.sl.add((score, member))
 
     def update(self, member: bytes, old: float, new: float) -> None:
         if new == 0.0 and self.listpack:
             new = 0.0
+        packed = self.packed
+        if packed is not None:  # zsetAdd's listpack path: delete, then insert again
+            packed.delete(member)
+            self.insert(member, new)
+            return
         self.scores[member] = new
         sl = self.sl
         sl.remove((old, member))
         sl.add((new, member))
 
     def remove(self, member: bytes) -> bool:
+        packed = self.packed
+        if packed is not None:
+            return packed.delete(member)
         score = self.scores.pop(member, None)
         if score is None:
             return False
@@ -83,21 +131,34 @@ class ZSet(Value):
     def check_listpack(self, member_len: int, max_entries: int, max_value: int) -> None:
         """Before inserting one new member: leave listpack if it would cross a limit."""
         if self.listpack and (len(self.scores) + 1 > max_entries or member_len > max_value):
-            self.listpack = False
+            self.to_skiplist()
 
     def convert_if_small(self, max_entries: int, max_value: int) -> None:
         """Store commands (ZUNIONSTORE, GEOSEARCHSTORE…) pick listpack for small results."""
-        self.listpack = len(self.scores) <= max_entries and all(
+        small = len(self.scores) <= max_entries and all(
             len(m) <= max_value for m in self.scores)
-        if self.listpack:
-            for member, score in list(self.scores.items()):
-                if score == 0.0 and str(score)[0] == "-":
-                    self.update(member, score, 0.0)
+        if not small:
+            self.to_skiplist()
+        elif self.packed is None:
+            packed = ListpackZset()
+            # in order already; a listpack keeps scores as text, where -0 reads back as 0
+            # (and -0 == 0 sorts with the zeros, so the order holds)
+            try:
+                packed.extend_sorted([(member, score_text(0.0 if score == 0.0 else score))
+                                      for score, member in self.sl])
+            except ListpackFull:  # past 1 GB: stays a skiplist (zsetTypeCreate's rule)
+                self.listpack = False
+                return
+            self.listpack = True
+            self._use_packed(packed)
 
     def remove_index_range(self, lo: int, hi: int) -> int:
         """Remove the elements at sorted positions [lo, hi); returns how many."""
         if hi <= lo:
             return 0
+        if self.packed is not None:
+            self.packed.remove_range(lo, hi)
+            return hi - lo
         sl = self.sl
         scores = self.scores
         for _, member in sl.islice(lo, hi):
@@ -107,6 +168,8 @@ class ZSet(Value):
 
     # -- queries -------------------------------------------------------------------------
     def rank(self, member: bytes) -> int | None:
+        if self.packed is not None:
+            return self.packed.rank(member)
         score = self.scores.get(member)
         if score is None:
             return None
@@ -117,8 +180,11 @@ class ZSet(Value):
         if rng.empty:
             return 0, 0
         sl = self.sl
-        lists = sl._lists  # one sublist (small sets): bisect it directly, in C
-        bisect = partial(_bisect_left, lists[0]) if len(lists) == 1 else sl.bisect_left
+        if self.packed is not None:
+            bisect = self.packed.bisect
+        else:
+            lists = sl._lists  # one sublist (small sets): bisect it directly, in C
+            bisect = partial(_bisect_left, lists[0]) if len(lists) == 1 else sl.bisect_left
         mn, mx = rng.min, rng.max
         if rng.minex:
             lo = bisect((_nextafter(mn, _INF),)) if mn != _INF else len(sl)
@@ -132,6 +198,8 @@ class ZSet(Value):
 
     def items(self, lo: int, hi: int) -> list[tuple[float, bytes]]:
         """The (score, member) pairs at sorted positions [lo, hi)."""
+        if self.packed is not None:
+            return self.packed.pairs(lo, max(lo, hi))
         lists = self.sl._lists
         if len(lists) == 1:
             return lists[0][lo:hi]
@@ -154,7 +222,15 @@ class ZSet(Value):
         return lo, max(lo, hi)
 
 
-def _first_lex(sl: SortedList, value: bytes, after: bool) -> int:
+def score_text(score: float) -> bytes:
+    """A score as a zset listpack stores it: integers within 2**53 as integers, the rest
+    as ``%.17g`` text (Redis's ``d2string``)."""
+    if abs(score) < 1 << 53 and score == int(score):
+        return b"%d" % int(score)
+    return format_double(score)
+
+
+def _first_lex(sl: Any, value: bytes, after: bool) -> int:
     """First position whose member is > ``value`` (after) or >= ``value``."""
     first_score = sl[0][0]
     if sl[-1][0] == first_score:  # the usual case: one score, bisect natively

@@ -178,3 +178,39 @@ def test_rdb_load_sanitizes_deeply_only_with_yes(diff):
             assert (stat[0] != b"dump_payload_sanitizations:0") == (mode == "yes"), stat
     finally:
         _sanitize(diff, "no")
+
+
+# -- packed encodings: the payload is the value's own buffer, byte for byte Redis's ------------
+def test_dump_of_edited_packed_values(diff):
+    """Listpack hashes and intsets after updates, deletes, integer/string fields and an
+    intset upgrade that removals do not undo."""
+    diff("HSET", "h", "f", "1", "12", "text", "-5", "x" * 64, "g", "2")
+    diff("HSET", "h", "f", "changed", "12", "99999999999")
+    diff("HDEL", "h", "g")
+    diff("HINCRBY", "h", "n", "-4097")
+    diff("DUMP", "h")
+    diff("SADD", "s", "1", "-3", "70000", "5")
+    diff("SREM", "s", "70000")
+    diff("DUMP", "s")
+    diff("SADD", "s", "9223372036854775807")
+    diff("SREM", "s", "9223372036854775807", "1")
+    diff("DUMP", "s")
+    diff("OBJECT", "ENCODING", "s")
+    diff("OBJECT", "ENCODING", "h")
+
+
+def test_restore_keeps_redis_packed_buffers(diff):
+    """RESTORE of Redis's own payloads, then edits: the packed buffer carries on."""
+    diff.real.call("SADD", "src", "7", "100000")
+    diff.real.call("SREM", "src", "100000")  # an int32 intset holding a small member
+    diff.real.call("HSET", "hsrc", "a", "1", "b", "two")
+    for key in ("src", "hsrc"):
+        payload = _bulk(diff.real.call("DUMP", key))
+        diff("RESTORE", key + "-copy", "0", payload)
+        diff("DUMP", key + "-copy")
+    diff("SADD", "src-copy", "8")
+    diff("HSET", "hsrc-copy", "c", "3")
+    diff("DUMP", "src-copy")
+    diff("DUMP", "hsrc-copy")
+    diff("SMEMBERS", "src-copy")
+    diff("HGETALL", "hsrc-copy")

@@ -206,6 +206,8 @@ def test_random_sequences(diff, seed):
     for k in ("h1", "h2"):
         _check_hrandfield(diff, k)
         _scan_all(diff, k, "COUNT", "3")
+        if diff.both("OBJECT", "ENCODING", k)[0] == b"$8\r\nlistpack\r\n":
+            diff("DUMP", k)  # the packed buffer after the whole sequence: Redis's bytes
 
 
 def test_large_hash_scan_and_random(diff):

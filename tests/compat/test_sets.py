@@ -210,6 +210,8 @@ def test_random_sequences(diff, seed):
     for k in ("s1", "s2", "s3"):
         if diff.both("EXISTS", k)[0] == b":1\r\n":
             _check_random(diff, k)
+        if diff.both("OBJECT", "ENCODING", k)[0] == b"$6\r\nintset\r\n":
+            diff("DUMP", k)  # the packed buffer after the whole sequence: Redis's bytes
 
 
 def test_spop_semantics(diff, diff3):

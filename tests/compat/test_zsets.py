@@ -282,6 +282,9 @@ def test_random_sequences(diff):
             diff("ZREMRANGEBYRANK", key, rng.randrange(-5, 5), rng.randrange(-5, 5))
     diff("ZRANGE", "z1", "0", "-1", "WITHSCORES")
     diff("ZRANGE", "z2", "0", "-1", "WITHSCORES")
+    for key in ("z1", "z2", "z3"):  # small: listpacks, whose bytes DUMP shows
+        diff("OBJECT", "ENCODING", key)
+        diff("DUMP", key)
 
 
 def test_random_lex(diff):
@@ -395,3 +398,21 @@ def test_blocking_inside_multi(diff):
     diff("BZPOPMIN", "nokey", "0")
     diff("BZMPOP", "0", "1", "nokey", "MIN")
     diff("EXEC")
+
+
+def test_conversion_inside_one_zadd(diff):
+    """A ZADD that crosses zset-max-listpack-entries in the middle and repeats members after
+    the crossing; then the packed layout of small sets in DUMP payloads."""
+    diff("CONFIG", "SET", "zset-max-listpack-entries", "3")
+    diff("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "a", "6", "d", "0", "e")
+    diff("ZCARD", "z")
+    diff("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    diff("OBJECT", "ENCODING", "z")
+    diff("CONFIG", "SET", "zset-max-listpack-entries", "128")
+    diff("ZADD", "p", "1.5", "x", "-0", "zero", "3", "10", "1e20", "big", "-inf", "low")
+    diff("ZINCRBY", "p", "2", "x")
+    diff("ZREM", "p", "10")
+    diff("DUMP", "p")
+    diff("ZRANGE", "p", "(0", "+inf", "BYSCORE", "WITHSCORES")
+    diff("ZUNIONSTORE", "u", "2", "p", "z", "WEIGHTS", "1", "0.5")
+    diff("DUMP", "u")

@@ -66,14 +66,14 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
     if t == enc.TYPE_LIST_QUICKLIST_2:
         _save_list(w, vt.list_items(value), config)
     elif t == enc.TYPE_SET_INTSET:
-        w.string(enc.intset_encode([int(m) for m in vt.set_members(value)]))
+        w.string(vt.set_intset(value))  # the value's own buffer
     elif t == enc.TYPE_SET:
         members = vt.set_members(value)
         w.length(len(members))
         for m in members:
             w.string(m)
     elif t == enc.TYPE_HASH_LISTPACK:
-        w.string(enc.listpack_encode([x for pair in vt.hash_items(value) for x in pair]))
+        w.string(vt.hash_listpack(value))  # the value's own buffer
     elif t == enc.TYPE_HASH:
         pairs = vt.hash_items(value)
         w.length(len(pairs))
@@ -81,11 +81,7 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
             w.string(field)
             w.string(val)
     elif t == enc.TYPE_ZSET_LISTPACK:
-        flat: list[bytes] = []
-        for member, score in vt.zset_items(value):  # ascending (member, score)
-            flat.append(member)
-            flat.append(_score_bytes(score))
-        w.string(enc.listpack_encode(flat))
+        w.string(vt.zset_listpack(value))  # the value's own buffer
     elif t == enc.TYPE_ZSET_2:
         pairs = vt.zset_items(value)
         w.length(len(pairs))
@@ -94,15 +90,6 @@ def save_object(w: RdbWriter, value: Any, config: Any, key: bytes | None = None)
             w.binary_double(score)
     else:
         vt.save_stream(w, value)
-
-
-def _score_bytes(score: float) -> bytes:
-    """Scores in a zset listpack are stored the way Redis formats them (%.17g)."""
-    if abs(score) < 1 << 53 and score == int(score):
-        return b"%d" % int(score)
-    from pykv.protocol import format_double
-
-    return format_double(score)
 
 
 # Redis 7.0's quicklist node limits for a negative list-max-listpack-size, and the largest
@@ -174,7 +161,7 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
     if type_byte == enc.TYPE_SET_INTSET:
         blob = r.string()
         integrity.checked()
-        return vt.make_set(enc.intset_decode(blob), config)
+        return vt.make_set_from_intset(blob, enc.intset_decode(blob), config)
     if type_byte == enc.TYPE_HASH:
         n = _count(r)
         pairs = [(r.string(), r.string()) for _ in range(n)]
@@ -184,7 +171,13 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if type_byte == enc.TYPE_HASH_LISTPACK:
             integrity.checked()
-        pairs = _pairs(_decoded(decode, blob, what), what)
+        flat = _decoded(decode, blob, what)
+        pairs = _pairs(flat, what)
+        if type_byte == enc.TYPE_HASH_LISTPACK and enc.listpack_encode(flat) == blob:
+            # Redis's own bytes (canonical entries, exact count): kept as the buffer
+            if len(set(flat[::2])) != len(pairs):
+                raise RdbFormatError(what)
+            return vt.make_hash_from_listpack(blob, pairs, config)
         value = vt.make_hash(pairs, config, packed=type_byte != enc.TYPE_HASH_ZIPMAP)
         return _whole(value, pairs, what)
     if type_byte in (enc.TYPE_ZSET, enc.TYPE_ZSET_2):
@@ -204,9 +197,15 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if listpack:
             integrity.checked()
-        pairs = _pairs(_decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob,
-                                what), what)
-        return _whole(vt.make_zset(_sorted_scores(pairs), config, packed=True), pairs, what)
+        flat = _decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob, what)
+        pairs = _pairs(flat, what)
+        scored = _sorted_scores(pairs)
+        if listpack and enc.listpack_encode(flat) == blob and len(set(flat[::2])) == len(pairs) \
+                and all(score != 0.0 or text == b"0" for (_, score), (_, text)
+                        in zip(scored, pairs, strict=True)):
+            # Redis's own bytes (canonical entries, exact count): kept as the buffer
+            return vt.make_zset_from_listpack(blob, scored, config)
+        return _whole(vt.make_zset(scored, config, packed=True), pairs, what)
     if type_byte in (enc.TYPE_STREAM_LISTPACKS, enc.TYPE_STREAM_LISTPACKS_2):
         return vt.load_stream(r, type_byte, config, integrity)
     raise RdbFormatError(f"Unknown RDB encoding type {type_byte}")

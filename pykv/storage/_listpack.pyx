@@ -1,0 +1,1072 @@
+# cython: language_level=3
+"""Small collections packed in one buffer: Redis 7.0's listpack byte layout, compiled.
+
+``Listpack`` owns one malloc'd block laid out exactly as Redis lays out a listpack (a 4-byte
+total size, a 2-byte element count saturating at 65535, entries of encoding + data +
+back-length, a 0xFF terminator). Elements that are canonical 64-bit integers (Redis's
+``string2ll``) are stored as packed integers and read back as their decimal bytes, so the
+buffer is byte for byte what Redis would hold for the same elements and is what RDB/DUMP
+write for a listpack-encoded value. Every operation is O(n) over the buffer, as Redis's.
+
+``ListpackMap`` reads the entries as field/value pairs in insertion order and answers the
+part of the ``dict`` protocol the hash commands use, so a small hash keeps the dict's
+interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
+(score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
+and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
+``PackedList`` answers the ``deque`` subset of a small list.
+"""
+cimport cython
+from itertools import islice
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdio cimport snprintf
+from libc.stdlib cimport strtod
+from libc.string cimport memcmp, memcpy, memmove
+
+from pykv.protocol._parser cimport parse_ll
+
+DEF HEADER = 6
+# Redis's LISTPACK_MAX_SAFETY_SIZE: lpSafeToAdd refuses to grow a listpack past it and the
+# value converts to its big encoding instead (the 4-byte size field could not hold 4 GB)
+cdef Py_ssize_t LISTPACK_MAX_SAFETY_SIZE = 1 << 30
+
+
+def set_safety_size(Py_ssize_t size):
+    """Changes the safety size (tests reach it without gigabytes); returns the old one."""
+    global LISTPACK_MAX_SAFETY_SIZE
+    old = LISTPACK_MAX_SAFETY_SIZE
+    LISTPACK_MAX_SAFETY_SIZE = size
+    return old
+
+
+class ListpackFull(OverflowError):
+    """The write would grow the listpack past Redis's safety size: convert, then write."""
+DEF MAX_ENTRY_HEAD = 5   # encoding bytes before a string's data
+DEF MAX_BACKLEN = 5
+
+
+cdef inline Py_ssize_t _backlen_size(Py_ssize_t n) noexcept:
+    """Bytes of the back-length of an ``n``-byte entry: one up to 127, then one more per 7
+    bits, each step's bound being 2**(7k) - 1 exclusive (Redis's ``lpEncodeBacklen``)."""
+    cdef Py_ssize_t size = 1
+    if n > 127:
+        size = 2
+        while size < 5 and n >= (<Py_ssize_t>1 << (7 * size)) - 1:
+            size += 1
+    return size
+
+
+cdef inline Py_ssize_t _put_backlen(unsigned char *out, Py_ssize_t n) noexcept:
+    """Writes the back-length of an ``n``-byte entry at ``out``; returns its size."""
+    cdef Py_ssize_t size = _backlen_size(n), i
+    out[0] = <unsigned char>(n >> (7 * (size - 1)))
+    for i in range(1, size):
+        out[i] = <unsigned char>(((n >> (7 * (size - 1 - i))) & 127) | 128)
+    return size
+
+
+cdef inline Py_ssize_t _head_size(const unsigned char *p) noexcept:
+    """Encoding + data bytes of the entry at ``p`` (without its back-length)."""
+    cdef unsigned char b = p[0]
+    if b < 0x80:
+        return 1
+    if b < 0xC0:
+        return 1 + (b & 0x3F)
+    if b < 0xE0:
+        return 2
+    if b < 0xF0:
+        return 2 + (((b & 0x0F) << 8) | p[1])
+    if b == 0xF0:
+        return 5 + (p[1] | (p[2] << 8) | (p[3] << 16) | (<Py_ssize_t>p[4] << 24))
+    if b == 0xF1:
+        return 3
+    if b == 0xF2:
+        return 4
+    if b == 0xF3:
+        return 5
+    return 9
+
+
+cdef inline Py_ssize_t _entry_size(const unsigned char *p) noexcept:
+    cdef Py_ssize_t n = _head_size(p)
+    return n + _backlen_size(n)
+
+
+cdef inline bint _is_int_entry(const unsigned char *p) noexcept:
+    cdef unsigned char b = p[0]
+    return b < 0x80 or (0xC0 <= b < 0xE0) or (0xF1 <= b <= 0xF4)
+
+
+cdef inline int64_t _int_value(const unsigned char *p) noexcept:
+    cdef unsigned char b = p[0]
+    cdef uint64_t u
+    cdef int i
+    if b < 0x80:
+        return b
+    if b < 0xE0:
+        u = ((b & 0x1F) << 8) | p[1]
+        return <int64_t>u - 8192 if u >= 4096 else <int64_t>u
+    if b == 0xF1:
+        return <int64_t>(<short>(p[1] | (p[2] << 8)))
+    if b == 0xF2:
+        u = p[1] | (p[2] << 8) | (<uint64_t>p[3] << 16)
+        return <int64_t>u - (1 << 24) if u >= (1 << 23) else <int64_t>u
+    if b == 0xF3:
+        return <int64_t>(<int>(p[1] | (p[2] << 8) | (p[3] << 16) | (<uint32_t>p[4] << 24)))
+    u = 0
+    for i in range(8):
+        u |= (<uint64_t>p[1 + i]) << (8 * i)
+    return <int64_t>u
+
+
+cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n) noexcept:
+    """The data of a string entry (its length in ``n``)."""
+    cdef unsigned char b = p[0]
+    if b < 0xC0:
+        n[0] = b & 0x3F
+        return p + 1
+    if b < 0xF0:
+        n[0] = ((b & 0x0F) << 8) | p[1]
+        return p + 2
+    n[0] = p[1] | (p[2] << 8) | (p[3] << 16) | (<Py_ssize_t>p[4] << 24)
+    return p + 5
+
+
+cdef inline bytes _entry_bytes(const unsigned char *p):
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    if _is_int_entry(p):
+        return b"%d" % _int_value(p)
+    data = _str_data(p, &n)
+    return PyBytes_FromStringAndSize(<const char *>data, n)
+
+
+cdef struct Probe:
+    # an element prepared for comparisons against entries (parsed once)
+    const char *s
+    Py_ssize_t n
+    bint is_int
+    long long v
+
+
+cdef inline void _probe(Probe *pr, bytes item) noexcept:
+    pr.s = PyBytes_AS_STRING(item)
+    pr.n = PyBytes_GET_SIZE(item)
+    pr.is_int = pr.n > 0 and pr.n <= 20 and parse_ll(pr.s, pr.n, &pr.v)
+
+
+cdef inline bint _matches(const unsigned char *p, Probe *pr) noexcept:
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    if _is_int_entry(p):
+        return pr.is_int and _int_value(p) == pr.v
+    if pr.is_int:
+        return False
+    data = _str_data(p, &n)
+    return n == pr.n and memcmp(data, pr.s, n) == 0
+
+
+cdef Py_ssize_t _encode(unsigned char *out, const char *s, Py_ssize_t n) noexcept:
+    """Writes the entry for element ``s[:n]`` at ``out`` (room: n + 10); returns its size."""
+    cdef long long v
+    cdef Py_ssize_t head
+    cdef uint64_t u
+    cdef int i
+    if n > 0 and n <= 20 and parse_ll(s, n, &v):
+        if 0 <= v <= 127:
+            out[0] = <unsigned char>v
+            head = 1
+        elif -4096 <= v <= 4095:
+            u = <uint64_t>v & 0x1FFF
+            out[0] = <unsigned char>(0xC0 | (u >> 8))
+            out[1] = <unsigned char>(u & 0xFF)
+            head = 2
+        else:
+            if -32768 <= v <= 32767:
+                out[0] = 0xF1
+                head = 2
+            elif -(1 << 23) <= v < (1 << 23):
+                out[0] = 0xF2
+                head = 3
+            elif -(1LL << 31) <= v < (1LL << 31):
+                out[0] = 0xF3
+                head = 4
+            else:
+                out[0] = 0xF4
+                head = 8
+            u = <uint64_t>v
+            for i in range(head):
+                out[1 + i] = <unsigned char>((u >> (8 * i)) & 0xFF)
+            head += 1
+    else:
+        if n < 64:
+            out[0] = <unsigned char>(0x80 | n)
+            head = 1
+        elif n < 4096:
+            out[0] = <unsigned char>(0xE0 | (n >> 8))
+            out[1] = <unsigned char>(n & 0xFF)
+            head = 2
+        else:
+            out[0] = 0xF0
+            out[1] = <unsigned char>(n & 0xFF)
+            out[2] = <unsigned char>((n >> 8) & 0xFF)
+            out[3] = <unsigned char>((n >> 16) & 0xFF)
+            out[4] = <unsigned char>((n >> 24) & 0xFF)
+            head = 5
+        memcpy(out + head, s, n)
+        head += n
+    return head + _put_backlen(out + head, head)
+
+
+cdef int _check_room(Listpack lp, bytes a, bytes b) except -1:
+    """ListpackFull unless entries for ``a`` and ``b`` fit under the safety size."""
+    if lp._total() + PyBytes_GET_SIZE(a) + PyBytes_GET_SIZE(b) + 20 > LISTPACK_MAX_SAFETY_SIZE:
+        raise ListpackFull()
+    return 0
+
+
+cdef class Listpack:
+    """A sequence of ``bytes`` elements in one Redis-layout listpack buffer."""
+    cdef unsigned char *lp
+    cdef Py_ssize_t count   # elements (the header's field saturates at 65535)
+
+    def __cinit__(self):
+        self.lp = <unsigned char *>PyMem_Malloc(HEADER + 1)
+        if self.lp == NULL:
+            raise MemoryError()
+        self.count = 0
+        self._set_header(HEADER + 1)
+        self.lp[HEADER] = 0xFF
+
+    def __dealloc__(self):
+        PyMem_Free(self.lp)
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    cdef inline Py_ssize_t _total(self) noexcept:
+        cdef unsigned char *p = self.lp
+        return p[0] | (p[1] << 8) | (p[2] << 16) | (<Py_ssize_t>p[3] << 24)
+
+    cdef inline void _set_header(self, Py_ssize_t total) noexcept:
+        cdef unsigned char *p = self.lp
+        cdef Py_ssize_t c = self.count if self.count < 65535 else 65535
+        p[0] = total & 0xFF
+        p[1] = (total >> 8) & 0xFF
+        p[2] = (total >> 16) & 0xFF
+        p[3] = (total >> 24) & 0xFF
+        p[4] = c & 0xFF
+        p[5] = (c >> 8) & 0xFF
+
+    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
+                     Py_ssize_t n) except -1:
+        """Replaces ``remove`` bytes at ``off`` with ``ins[:n]`` (header size updated)."""
+        cdef Py_ssize_t total = self._total()
+        cdef Py_ssize_t new_total = total - remove + n
+        cdef unsigned char *p
+        if new_total > LISTPACK_MAX_SAFETY_SIZE:
+            raise ListpackFull()
+        if n > remove:
+            p = <unsigned char *>PyMem_Realloc(self.lp, new_total)
+            if p == NULL:
+                raise MemoryError()
+            self.lp = p
+        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
+        if n:
+            memcpy(self.lp + off, ins, n)
+        if n < remove:
+            p = <unsigned char *>PyMem_Realloc(self.lp, new_total)
+            if p != NULL:
+                self.lp = p
+        self._set_header(new_total)
+        return 0
+
+    cdef int _put(self, Py_ssize_t off, Py_ssize_t remove, bytes item) except -1:
+        """Encodes ``item`` in place of the ``remove`` bytes at ``off``."""
+        if item is None:
+            raise TypeError("listpack elements are bytes")
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(item)
+        cdef unsigned char small[80]
+        cdef unsigned char *buf = small
+        if n + 10 > 80:
+            buf = <unsigned char *>PyMem_Malloc(n + 10)
+            if buf == NULL:
+                raise MemoryError()
+        try:
+            self._splice(off, remove, buf, _encode(buf, PyBytes_AS_STRING(item), n))
+        finally:
+            if buf != small:
+                PyMem_Free(buf)
+        return 0
+
+    cdef int _insert_at(self, Py_ssize_t off, bytes item) except -1:
+        self.count += 1  # first: the header written by the splice counts the new entry
+        try:
+            return self._put(off, 0, item)
+        except BaseException:
+            self.count -= 1
+            raise
+
+    cdef int _replace_at(self, Py_ssize_t off, bytes item) except -1:
+        return self._put(off, _entry_size(self.lp + off), item)
+
+    cdef inline Py_ssize_t _end(self) noexcept:
+        """Offset of the terminator."""
+        return self._total() - 1
+
+    cdef Py_ssize_t _offset(self, Py_ssize_t index) noexcept:
+        cdef Py_ssize_t off = HEADER, i
+        for i in range(index):
+            off += _entry_size(self.lp + off)
+        return off
+
+    # -- the sequence --------------------------------------------------------------------
+    def __len__(self):
+        return self.count
+
+    def append(self, bytes item not None):
+        self._insert_at(self._end(), item)
+
+    def extend(self, items):
+        for item in items:
+            self._insert_at(self._end(), item)
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def tolist(self):
+        """Every element, in order."""
+        cdef list out = []
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        while off < end:
+            out.append(_entry_bytes(self.lp + off))
+            off += _entry_size(self.lp + off)
+        return out
+
+    def __getitem__(self, Py_ssize_t index):
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError("listpack index out of range")
+        return _entry_bytes(self.lp + self._offset(index))
+
+    def nbytes(self):
+        """The buffer's size (what Redis's listpack of these elements takes)."""
+        return self._total()
+
+    def blob(self):
+        """The buffer as ``bytes``: what RDB and DUMP store for a listpack."""
+        return PyBytes_FromStringAndSize(<const char *>self.lp, self._total())
+
+    cdef int _load_blob(self, bytes blob, Py_ssize_t count) except -1:
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
+        cdef const unsigned char *b = <const unsigned char *>PyBytes_AS_STRING(blob)
+        cdef unsigned char *p
+        # the entries were validated by the caller; the frame is checked here
+        if n < HEADER + 1 or b[n - 1] != 0xFF or \
+                (b[0] | (b[1] << 8) | (b[2] << 16) | (<Py_ssize_t>b[3] << 24)) != n:
+            raise ValueError("not a listpack")
+        p = <unsigned char *>PyMem_Realloc(self.lp, n)
+        if p == NULL:
+            raise MemoryError()
+        self.lp = p
+        memcpy(p, PyBytes_AS_STRING(blob), n)
+        self.count = count
+        return 0
+
+    def __sizeof__(self):
+        return object.__sizeof__(self) + self._total()
+
+
+cdef class ListpackMap(Listpack):
+    """Field/value pairs in one listpack, insertion-ordered: the dict subset hashes use."""
+
+    @staticmethod
+    def from_blob(bytes blob, Py_ssize_t pairs):
+        """A map over a copy of a listpack blob already validated (an RDB load) holding
+        ``pairs`` field/value pairs with distinct fields."""
+        cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
+        m._load_blob(blob, 2 * pairs)
+        return m
+
+    def __init__(self, pairs=None):
+        cdef Py_ssize_t end
+        if pairs is None:
+            return
+        if isinstance(pairs, dict):  # distinct fields: appended without a search
+            for field, value in pairs.items():
+                end = self._end()
+                self._insert_at(end, field)
+                self._insert_at(self._end(), value)
+        else:
+            for field, value in pairs:
+                self[field] = value
+
+    cdef Py_ssize_t _find(self, bytes field) except -2:
+        """Offset of ``field``'s entry, or -1."""
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        cdef unsigned char *lp = self.lp
+        _probe(&pr, field)
+        while off < end:
+            if _matches(lp + off, &pr):
+                return off
+            off += _entry_size(lp + off)
+            off += _entry_size(lp + off)
+        return -1
+
+    def __len__(self):
+        return self.count >> 1
+
+    def __contains__(self, bytes field not None):
+        return self._find(field) >= 0
+
+    def get(self, bytes field not None, default=None):
+        cdef Py_ssize_t off = self._find(field)
+        if off < 0:
+            return default
+        off += _entry_size(self.lp + off)
+        return _entry_bytes(self.lp + off)
+
+    def __getitem__(self, bytes field not None):
+        cdef Py_ssize_t off = self._find(field)
+        if off < 0:
+            raise KeyError(field)
+        off += _entry_size(self.lp + off)
+        return _entry_bytes(self.lp + off)
+
+    cdef bint _set(self, bytes field, bytes value) except -1:
+        cdef Py_ssize_t off = self._find(field)
+        if off >= 0:
+            self._replace_at(off + _entry_size(self.lp + off), value)
+            return False
+        _check_room(self, field, value)  # both entries or neither
+        self._insert_at(self._end(), field)
+        self._insert_at(self._end(), value)
+        return True
+
+    def set(self, bytes field not None, bytes value not None):
+        """Sets ``field`` (in place if present, else appended); True if it is new."""
+        return self._set(field, value)
+
+    def __setitem__(self, bytes field not None, bytes value not None):
+        self._set(field, value)
+
+    def pop(self, bytes field not None, *default):
+        cdef Py_ssize_t off = self._find(field)
+        cdef Py_ssize_t size
+        if off < 0:
+            if default:
+                return default[0]
+            raise KeyError(field)
+        size = _entry_size(self.lp + off)
+        value = _entry_bytes(self.lp + off + size)
+        size += _entry_size(self.lp + off + size)
+        self.count -= 2
+        self._splice(off, size, NULL, 0)
+        return value
+
+    def __delitem__(self, bytes field not None):
+        self.pop(field)
+
+    def keys(self):
+        return self.tolist()[0::2]
+
+    def values(self):
+        return self.tolist()[1::2]
+
+    def items(self):
+        cdef list flat = self.tolist()
+        return list(zip(flat[0::2], flat[1::2]))
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def copy(self):
+        cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
+        m._load_blob(self.blob(), self.count)
+        return m
+
+    def __eq__(self, other):
+        if isinstance(other, ListpackMap):
+            return self.blob() == (<ListpackMap>other).blob()
+        if isinstance(other, dict):
+            return dict(self.items()) == other
+        return NotImplemented
+
+    def __repr__(self):
+        return f"ListpackMap({self.items()!r})"
+
+
+# -- sorted sets -------------------------------------------------------------------------------
+cdef double _entry_score(const unsigned char *p) noexcept:
+    """A score entry's value (Redis's ``zzlGetScore``: integers, or text read by strtod)."""
+    cdef Py_ssize_t n
+    cdef const unsigned char *data
+    cdef char small[64]
+    cdef char *buf
+    cdef double d
+    if _is_int_entry(p):
+        return <double>_int_value(p)
+    data = _str_data(p, &n)
+    if n < 64:
+        memcpy(small, data, n)
+        small[n] = 0
+        return strtod(small, NULL)
+    buf = <char *>PyMem_Malloc(n + 1)
+    if buf == NULL:
+        return 0.0
+    memcpy(buf, data, n)
+    buf[n] = 0
+    d = strtod(buf, NULL)
+    PyMem_Free(buf)
+    return d
+
+
+cdef int _member_cmp(const unsigned char *p, const char *s, Py_ssize_t n) noexcept:
+    """Compares the member entry at ``p`` with ``s[:n]`` as bytes (memcmp, then length)."""
+    cdef char digits[24]
+    cdef const char *data
+    cdef Py_ssize_t m
+    cdef int r
+    if _is_int_entry(p):
+        m = snprintf(digits, 24, "%lld", <long long>_int_value(p))
+        data = digits
+    else:
+        data = <const char *>_str_data(p, &m)
+    r = memcmp(data, s, m if m < n else n)
+    if r:
+        return r
+    return (m > n) - (m < n)
+
+
+cdef class ListpackZset(Listpack):
+    """Member/score pairs in one listpack, ordered by (score, member) as Redis's
+    ``zzlInsert`` keeps them; scores stored as Redis writes them (``score_text``)."""
+
+    @staticmethod
+    def from_blob(bytes blob, Py_ssize_t pairs):
+        """Over a copy of a validated, sorted zset listpack blob of ``pairs`` pairs."""
+        cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
+        z._load_blob(blob, 2 * pairs)
+        return z
+
+    def __len__(self):
+        return self.count >> 1
+
+    cdef Py_ssize_t _find(self, bytes member) except -2:
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        _probe(&pr, member)
+        while off < end:
+            if _matches(self.lp + off, &pr):
+                return off
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+        return -1
+
+    cdef inline bint _before(self, const unsigned char *p, double score, const char *s,
+                             Py_ssize_t n) noexcept:
+        """True if the pair at ``p`` sorts before (score, s[:n])."""
+        cdef double cur = _entry_score(p + _entry_size(p))
+        if cur != score:
+            return cur < score
+        return _member_cmp(p, s, n) < 0
+
+    def score(self, bytes member not None):
+        """``member``'s score, or None."""
+        cdef Py_ssize_t off = self._find(member)
+        if off < 0:
+            return None
+        return _entry_score(self.lp + off + _entry_size(self.lp + off))
+
+    def extend_sorted(self, pairs):
+        """Appends (member, score text) pairs already in (score, member) order and absent
+        (a set built whole: RDB load, a store command's result) without searching."""
+        for member, text in pairs:
+            _check_room(self, member, text)
+            self._insert_at(self._end(), member)
+            self._insert_at(self._end(), text)
+
+    def insert(self, bytes member not None, double score, bytes text not None):
+        """Adds an absent ``member`` whose score ``score`` is written as ``text``."""
+        cdef Py_ssize_t off = HEADER, end = self._end()
+        cdef const char *s = PyBytes_AS_STRING(member)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(member)
+        _check_room(self, member, text)  # both entries or neither
+        while off < end and self._before(self.lp + off, score, s, n):
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+        self._insert_at(off, member)
+        self._insert_at(off + _entry_size(self.lp + off), text)
+
+    def delete(self, bytes member not None):
+        """Removes ``member``; True if it was there."""
+        cdef Py_ssize_t off = self._find(member)
+        cdef Py_ssize_t size
+        if off < 0:
+            return False
+        size = _entry_size(self.lp + off)
+        size += _entry_size(self.lp + off + size)
+        self.count -= 2
+        self._splice(off, size, NULL, 0)
+        return True
+
+    def remove_range(self, Py_ssize_t lo, Py_ssize_t hi):
+        """Removes the pairs at sorted positions [lo, hi)."""
+        cdef Py_ssize_t start, stop, i
+        if lo < 0:
+            lo = 0
+        if hi > (self.count >> 1):
+            hi = self.count >> 1
+        if hi <= lo:
+            return
+        start = self._offset(2 * lo)
+        stop = start
+        for i in range(2 * (hi - lo)):
+            stop += _entry_size(self.lp + stop)
+        self.count -= 2 * (hi - lo)
+        self._splice(start, stop - start, NULL, 0)
+
+    def rank(self, bytes member not None):
+        """``member``'s 0-based position, or None."""
+        cdef Probe pr
+        cdef Py_ssize_t off = HEADER, end = self._end(), i = 0
+        _probe(&pr, member)
+        while off < end:
+            if _matches(self.lp + off, &pr):
+                return i
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+            i += 1
+        return None
+
+    def pairs(self, Py_ssize_t lo=0, Py_ssize_t hi=-1):
+        """(score, member) tuples at sorted positions [lo, hi) (hi -1: to the end)."""
+        cdef list out = []
+        cdef Py_ssize_t off, end = self._end(), i
+        cdef bytes member
+        if hi < 0 or hi > (self.count >> 1):
+            hi = self.count >> 1
+        if lo < 0:
+            lo = 0
+        if lo >= hi:
+            return out
+        off = self._offset(2 * lo)
+        for i in range(lo, hi):
+            member = _entry_bytes(self.lp + off)
+            off += _entry_size(self.lp + off)
+            out.append((_entry_score(self.lp + off), member))
+            off += _entry_size(self.lp + off)
+        return out
+
+    def members_scores(self):
+        """(member, score) tuples in sorted order."""
+        return [(m, s) for s, m in self.pairs()]
+
+    def bisect(self, tuple key, bint right=False):
+        """Position of ``key`` ((score,) or (score, member)) among the (score, member)
+        tuples, as ``bisect_left`` (or ``bisect_right``) would find it."""
+        cdef double score = key[0]
+        cdef bytes member = key[1] if len(key) > 1 else None
+        cdef Py_ssize_t off = HEADER, end = self._end(), i = 0, n = 0
+        cdef const char *s = NULL
+        cdef double cur
+        cdef int cmp
+        if member is not None:
+            s = PyBytes_AS_STRING(member)
+            n = PyBytes_GET_SIZE(member)
+        while off < end:
+            cur = _entry_score(self.lp + off + _entry_size(self.lp + off))
+            if cur > score:
+                break
+            if cur == score:
+                if member is None:
+                    break  # (score, m) > (score,): both bisects stop here
+                cmp = _member_cmp(self.lp + off, s, n)
+                if cmp > 0 or (cmp == 0 and not right):
+                    break
+            off += _entry_size(self.lp + off)
+            off += _entry_size(self.lp + off)
+            i += 1
+        return i
+
+    def copy(self):
+        cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
+        z._load_blob(self.blob(), self.count)
+        return z
+
+    def scores_view(self):
+        cdef ScoresView v = ScoresView.__new__(ScoresView)
+        v.z = self
+        return v
+
+    def sorted_view(self):
+        cdef SortedView v = SortedView.__new__(SortedView)
+        v.z = self
+        return v
+
+
+@cython.no_gc  # refers to a ListpackZset and, once forwarded, a dict of bytes -> float
+cdef class ScoresView:
+    """The member -> score ``dict`` subset the zset commands use, over a ListpackZset.
+
+    ``forward``: the set left the listpack; a view a command still holds (ZADD takes
+    ``scores.get`` before its loop) answers from the dict that took over."""
+    cdef ListpackZset z
+    cdef object fwd_scores
+
+    def forward(self, scores):
+        self.fwd_scores = scores
+
+    def get(self, member, default=None):
+        cdef Py_ssize_t off
+        cdef ListpackZset z = self.z
+        if self.fwd_scores is not None:
+            return self.fwd_scores.get(member, default)
+        if type(member) is not bytes:
+            return default
+        off = z._find(member)
+        if off < 0:
+            return default
+        return _entry_score(z.lp + off + _entry_size(z.lp + off))
+
+    def __getitem__(self, member):
+        score = self.get(member)
+        if score is None:
+            raise KeyError(member)
+        return score
+
+    def __contains__(self, member):
+        return self.get(member) is not None
+
+    def __len__(self):
+        if self.fwd_scores is not None:
+            return len(self.fwd_scores)
+        return len(self.z)
+
+    def items(self):
+        if self.fwd_scores is not None:
+            return list(self.fwd_scores.items())
+        return self.z.members_scores()
+
+    def keys(self):
+        return [m for m, _ in self.items()]
+
+    def values(self):
+        return [s for _, s in self.items()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __eq__(self, other):
+        if isinstance(other, (dict, ScoresView)):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self):
+        return f"ScoresView({dict(self.items())!r})"
+
+
+cdef list _all(SortedView v):
+    """Every (score, member) pair (a module function: a cdef method would add a vtable
+    pointer to every view)."""
+    if v.fwd_sorted is not None:
+        return list(v.fwd_sorted)
+    return v.z.pairs()
+
+
+@cython.no_gc  # refers to a ListpackZset and, once forwarded, a SortedList of tuples
+cdef class SortedView:
+    """The ``SortedList`` of (score, member) subset the zset commands use, read-only
+    (``forward`` as for ScoresView)."""
+    cdef ListpackZset z
+    cdef object fwd_sorted
+
+    def forward(self, sorted_list):
+        self.fwd_sorted = sorted_list
+
+
+    def __len__(self):
+        if self.fwd_sorted is not None:
+            return len(self.fwd_sorted)
+        return len(self.z)
+
+    def __getitem__(self, index):
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted[index]
+        if isinstance(index, slice):
+            return self.z.pairs()[index]
+        cdef Py_ssize_t i = index, n = len(self.z)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("zset index out of range")
+        return self.z.pairs(i, i + 1)[0]
+
+    def __iter__(self):
+        return iter(_all(self))
+
+    def __reversed__(self):
+        return reversed(_all(self))
+
+    def islice(self, start=None, stop=None, reverse=False):
+        out = _all(self)[start:stop]
+        if reverse:
+            out.reverse()
+        return iter(out)
+
+    def bisect_left(self, key):
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted.bisect_left(key)
+        return self.z.bisect(key)
+
+    def bisect_right(self, key):
+        if self.fwd_sorted is not None:
+            return self.fwd_sorted.bisect_right(key)
+        return self.z.bisect(key, True)
+
+    @property
+    def _lists(self):
+        """SortedList's sublists, for code that peeks at them: one (a copy)."""
+        return [_all(self)]
+
+    def __eq__(self, other):
+        if isinstance(other, SortedView):
+            return _all(self) == _all(<SortedView>other)
+        try:
+            return _all(self) == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return f"SortedView({_all(self)!r})"
+
+
+# -- lists -------------------------------------------------------------------------------------
+cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noexcept:
+    """Offset of the entry before the one at ``off`` (its back-length, read backwards:
+    Redis's ``lpDecodeBacklen``)."""
+    cdef Py_ssize_t val = 0, last = off - 1, size = 0
+    cdef int shift = 0
+    while True:
+        val |= <Py_ssize_t>(lp[last] & 127) << shift
+        size += 1
+        if not lp[last] & 128:
+            break
+        shift += 7
+        last -= 1
+    return off - size - val
+
+
+# A list stays packed while its listpack fits one quicklist node of the default
+# list-max-listpack-size (-2: 8 KB); past that its elements move to a deque.
+DEF LIST_PACKED_BYTES = 8192
+
+
+@cython.no_gc  # its deque holds bytes only
+cdef class PackedList(Listpack):
+    """The ``collections.deque`` subset the list commands use, packed in one listpack
+    while small; past one node's worth of bytes the elements move to a deque (``dq``)
+    that every method then forwards to (``ListValue.settle`` swaps it in)."""
+    cdef public object dq
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    cdef inline bint _fits(self, Py_ssize_t more) noexcept:
+        return self._total() + more <= LIST_PACKED_BYTES
+
+    cdef int _spill(self, Py_ssize_t more) except -1:
+        """Moves to a deque when ``more`` bytes of new elements would not fit."""
+        from collections import deque
+        if not self._fits(more):
+            self.dq = deque(self.tolist())
+            self.count = 0
+            self._splice(HEADER, self._end() - HEADER, NULL, 0)
+        return 0
+
+    cdef Py_ssize_t _index_offset(self, Py_ssize_t index) except -2:
+        """Offset of the element at ``index`` (negative from the end), or IndexError."""
+        cdef Py_ssize_t n = self.count, off, i
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("deque index out of range")
+        if index <= n // 2:
+            return self._offset(index)
+        off = self._end()
+        for i in range(n - index):
+            off = _prev_offset(self.lp, off)
+        return off
+
+    def __len__(self):
+        if self.dq is not None:
+            return len(self.dq)
+        return self.count
+
+    cdef int _push(self, bytes item, bint left) except -1:
+        if item is None:
+            raise TypeError("list elements are bytes")
+        if self.dq is None:
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            if left:
+                self.dq.appendleft(item)
+            else:
+                self.dq.append(item)
+        else:
+            self._insert_at(HEADER if left else self._end(), item)
+        return 0
+
+    def append(self, bytes item not None):
+        self._push(item, False)
+
+    def appendleft(self, bytes item not None):
+        self._push(item, True)
+
+    def extend(self, items):
+        it = iter(items)
+        for item in it:
+            self._push(item, False)
+            if self.dq is not None:
+                self.dq.extend(it)
+                return
+
+    def extendleft(self, items):
+        it = iter(items)
+        for item in it:
+            self._push(item, True)
+            if self.dq is not None:
+                self.dq.extendleft(it)
+                return
+
+    def pop(self):
+        cdef Py_ssize_t off
+        if self.dq is not None:
+            return self.dq.pop()
+        if not self.count:
+            raise IndexError("pop from an empty deque")
+        off = _prev_offset(self.lp, self._end())
+        item = _entry_bytes(self.lp + off)
+        self.count -= 1
+        self._splice(off, _entry_size(self.lp + off), NULL, 0)
+        return item
+
+    def popleft(self):
+        if self.dq is not None:
+            return self.dq.popleft()
+        if not self.count:
+            raise IndexError("pop from an empty deque")
+        item = _entry_bytes(self.lp + HEADER)
+        self.count -= 1
+        self._splice(HEADER, _entry_size(self.lp + HEADER), NULL, 0)
+        return item
+
+    def __getitem__(self, Py_ssize_t index):
+        if self.dq is not None:
+            return self.dq[index]
+        return _entry_bytes(self.lp + self._index_offset(index))
+
+    def __setitem__(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t off
+        if self.dq is None:
+            off = self._index_offset(index)  # IndexError before any conversion
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq[index] = item
+        else:
+            self._replace_at(self._index_offset(index), item)
+
+    def insert(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t n
+        if self.dq is None:
+            self._spill(PyBytes_GET_SIZE(item) + 10)
+        if self.dq is not None:
+            self.dq.insert(index, item)
+            return
+        n = self.count
+        if index < 0:
+            index = max(0, index + n)
+        if index >= n:
+            self._insert_at(self._end(), item)
+        else:
+            self._insert_at(self._index_offset(index), item)
+
+    def index(self, item, Py_ssize_t start=0, Py_ssize_t stop=PY_SSIZE_T_MAX):
+        cdef Probe pr
+        cdef Py_ssize_t off, end, i, n
+        if self.dq is not None:
+            return self.dq.index(item, start, stop)
+        n = self.count
+        if start < 0:
+            start = max(0, start + n)
+        if stop < 0:
+            stop = max(0, stop + n)
+        if stop > n:
+            stop = n
+        if type(item) is bytes and start < stop:
+            _probe(&pr, item)
+            off = self._offset(start)
+            end = self._end()
+            for i in range(start, stop):
+                if _matches(self.lp + off, &pr):
+                    return i
+                off += _entry_size(self.lp + off)
+        raise ValueError(f"{item!r} is not in deque")
+
+    def range(self, Py_ssize_t start, Py_ssize_t stop):
+        """Elements at [start, stop) (0 <= start <= stop <= len), walking only to them."""
+        cdef list out = []
+        cdef Py_ssize_t off, i
+        if self.dq is not None:
+            return list(islice(self.dq, start, stop))
+        if stop > self.count:
+            stop = self.count
+        if start >= stop:
+            return out
+        off = self._index_offset(start)
+        for i in range(start, stop):
+            out.append(_entry_bytes(self.lp + off))
+            off += _entry_size(self.lp + off)
+        return out
+
+    def clear(self):
+        if self.dq is not None:
+            self.dq.clear()
+            return
+        self.count = 0
+        self._splice(HEADER, self._end() - HEADER, NULL, 0)
+
+    def __iter__(self):
+        if self.dq is not None:
+            return iter(self.dq)
+        return iter(self.tolist())
+
+    def __reversed__(self):
+        if self.dq is not None:
+            return reversed(self.dq)
+        cdef list out = self.tolist()
+        out.reverse()
+        return iter(out)
+
+    def copy(self):
+        cdef PackedList other = PackedList.__new__(PackedList)
+        if self.dq is not None:
+            other.dq = self.dq.copy()
+        else:
+            other._load_blob(self.blob(), self.count)
+        return other
+
+    def __eq__(self, other):
+        try:
+            return list(self) == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self):
+        return f"PackedList({list(self)!r})"
