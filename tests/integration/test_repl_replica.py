@@ -792,3 +792,52 @@ def test_replica_killed_while_loading_resumes_from_the_masters_rdb(masters, repl
     wait_synced(m, r)
     assert r.dbsize() == 2001 and r.get("after") == b"crash"
     assert info(m, "stats")["sync_full"] == 1 and info(m, "stats")["sync_partial_ok"] == 1
+
+
+# -- a fault soak: link kills and replica crashes under a writer that waits for the ACK --------
+def link_fault_soak(masters, replicas, seconds: float, seed: int) -> None:
+    """A writer sets keys and asks ``WAIT 1`` after each; meanwhile links are killed on
+    both ends and the replica is SIGKILLed and restarted now and then. At the end every
+    write the replica acknowledged is on it, and the datasets are the same."""
+    rng = random.Random(seed)
+    real = masters("--repl-backlog-size", "65536")
+    m = client(real.port)
+    ours = replicas({"replicaof": ["127.0.0.1", real.port], "save": "1 1"})
+    wait_synced(m, client(ours.port))
+    acked: dict[str, int] = {}
+    deadline = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < deadline:
+        i += 1
+        key = f"k{rng.randint(0, 200)}"
+        m.set(key, i)
+        if m.wait(1, 200) == 1:
+            acked[key] = i
+        else:
+            acked.pop(key, None)  # not known to be there (an older value may be)
+        fault = rng.random()
+        try:
+            if fault < 0.03:
+                client(ours.port).client_kill_filter(_type="master")
+            elif fault < 0.06:
+                m.client_kill_filter(_type="replica")
+            elif fault < 0.07:
+                ours.kill()
+                ours.start()
+        except redis.ConnectionError:
+            pass
+    r = client(ours.port)
+    wait_synced(m, r)
+    for key, value in acked.items():
+        assert r.get(key) == str(value).encode(), key
+    assert m.execute_command("DEBUG", "DIGEST") == r.execute_command("DEBUG", "DIGEST")
+    assert info(m, "stats")["sync_partial_ok"] > 0
+
+
+def test_link_fault_soak_slice(masters, replicas):
+    link_fault_soak(masters, replicas, 4.0, seed=1)
+
+
+@pytest.mark.slow
+def test_link_fault_soak(masters, replicas):
+    link_fault_soak(masters, replicas, 180.0, seed=2)
