@@ -265,6 +265,7 @@ def test_full_sync_then_stream_of_every_family(masters, replicas, diskless):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("diskless", ["no", "yes"], ids=["disk-master", "diskless-master"])
 def test_full_sync_then_10k_writes(masters, replicas, diskless, seed):
@@ -835,9 +836,10 @@ def link_fault_soak(masters, replicas, seconds: float, seed: int) -> None:
 
 
 def test_link_fault_soak_slice(masters, replicas):
-    link_fault_soak(masters, replicas, 4.0, seed=1)
+    link_fault_soak(masters, replicas, 3.0, seed=1)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_link_fault_soak(masters, replicas):
     link_fault_soak(masters, replicas, 180.0, seed=2)
