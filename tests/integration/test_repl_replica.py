@@ -259,9 +259,13 @@ def full_sync_then_stream(masters, replicas, diskless: str, writes: int, seed: i
     assert not [f for f in os.listdir(ours.workdir) if f.startswith("temp-")]
 
 
-@pytest.mark.parametrize("diskless", ["no", "yes"], ids=["disk-master", "diskless-master"])
-def test_full_sync_then_stream_of_every_family(masters, replicas, diskless):
-    full_sync_then_stream(masters, replicas, diskless, 600, seed=7)
+def test_full_sync_then_stream_of_every_family(masters, replicas):
+    full_sync_then_stream(masters, replicas, "no", 500, seed=7)
+
+
+@pytest.mark.slow
+def test_full_sync_from_a_diskless_master_then_the_stream(masters, replicas):
+    full_sync_then_stream(masters, replicas, "yes", 1500, seed=8)
 
 
 @pytest.mark.slow
@@ -663,20 +667,12 @@ class ScriptedMaster:
         self.listener.close()
 
 
-def _rdb_of(keys: dict[str, str]) -> bytes:
-    real = RealRedis()
-    try:
-        c = client(real.port)
-        c.mset(keys)
-        c.save()
-        with open(os.path.join(real.dir, "dump.rdb"), "rb") as fh:
-            return fh.read()
-    finally:
-        real.stop()
+# an RDB with a="1", b="2" in db 0, saved without a checksum (an old master's)
+TINY_RDB = b"REDIS0009\xfe\x00\x00\x01a\x011\x00\x01b\x012\xff" + bytes(8)
 
 
 def test_sync_fallback_for_a_master_without_psync(replicas):
-    rdb = _rdb_of({"a": "1", "b": "2"})
+    rdb = TINY_RDB
 
     def answer(sock, argv):
         if argv[0].upper() == b"PSYNC":
@@ -777,7 +773,7 @@ def test_replica_killed_while_loading_resumes_from_the_masters_rdb(masters, repl
     real = masters("--repl-diskless-sync", "no")
     m = client(real.port)
     p = m.pipeline(transaction=False)
-    for i in range(2000):
+    for i in range(1500):
         p.set(f"k{i}", i)
     p.execute()
     ours = replicas({"key-load-delay": 500, "save": "3600 1"})
@@ -791,7 +787,7 @@ def test_replica_killed_while_loading_resumes_from_the_masters_rdb(masters, repl
     ours.start()
     r = client(ours.port)
     wait_synced(m, r)
-    assert r.dbsize() == 2001 and r.get("after") == b"crash"
+    assert r.dbsize() == 1501 and r.get("after") == b"crash"
     assert info(m, "stats")["sync_full"] == 1 and info(m, "stats")["sync_partial_ok"] == 1
 
 
@@ -836,7 +832,7 @@ def link_fault_soak(masters, replicas, seconds: float, seed: int) -> None:
 
 
 def test_link_fault_soak_slice(masters, replicas):
-    link_fault_soak(masters, replicas, 3.0, seed=1)
+    link_fault_soak(masters, replicas, 2.5, seed=1)
 
 
 @pytest.mark.slow
