@@ -839,3 +839,39 @@ def test_link_fault_soak_slice(masters, replicas):
 @pytest.mark.timeout(600)
 def test_link_fault_soak(masters, replicas):
     link_fault_soak(masters, replicas, 180.0, seed=2)
+
+
+LIBRARY = """#!lua name=replib
+redis.register_function('w', function(keys, args) return redis.call('set', keys[1], 'v') end)
+redis.register_function{function_name='r', callback=function(keys, args) return 1 end,
+                        flags={'no-writes'}}
+redis.register_function{function_name='s', callback=function(keys, args) return 2 end,
+                        flags={'no-writes', 'allow-stale'}}
+"""
+FCALLS = [("FCALL", "w", "1", "k"), ("FCALL", "r", "0"), ("FCALL", "s", "0"),
+          ("FCALL", "nosuch", "0"), ("FCALL_RO", "w", "1", "k")]
+
+
+def test_fcall_refusals_match_a_redis_replica(masters, replicas):
+    """Functions from the master, judged by their flags on a read-only, then stale,
+    replica."""
+    real = masters()
+    m = client(real.port)
+    m.function_load(LIBRARY)
+    theirs = masters("--replicaof", "127.0.0.1", str(real.port))
+    ours = replicas({"replicaof": ["127.0.0.1", real.port]})
+    wait_synced(m, client(theirs.port))
+    wait_synced(m, client(ours.port))
+
+    def transcript(port: int) -> list[bytes]:
+        raw = RawClient(port=port)
+        out = [raw.call(*cmd) for cmd in FCALLS]
+        raw.close()
+        return out
+
+    assert transcript(ours.port) == transcript(theirs.port)
+    real.stop()
+    for port in (ours.port, theirs.port):
+        wait_until(lambda p=port: info(client(p))["master_link_status"] == "down")
+        client(port).config_set("replica-serve-stale-data", "no")
+    assert transcript(ours.port) == transcript(theirs.port)
