@@ -448,13 +448,16 @@ REFUSED = [
 ]
 
 
-def _transcript(port: int, commands) -> list[bytes]:
+def _calls(port: int, commands) -> list[bytes]:
+    """The raw replies to ``commands`` sent one by one on one connection."""
     raw = RawClient(port=port)
     out = [raw.call(*cmd) for cmd in commands]
-    out += [raw.call("MULTI"), raw.call("SET", "k", "v"), raw.call("GET", "k"),
-            raw.call("EXEC")]
     raw.close()
     return out
+
+
+def _transcript(port: int, commands) -> list[bytes]:
+    return _calls(port, [*commands, ("MULTI",), ("SET", "k", "v"), ("GET", "k"), ("EXEC",)])
 
 
 def test_refusals_match_a_redis_replica(masters, replicas):
@@ -469,13 +472,20 @@ def test_refusals_match_a_redis_replica(masters, replicas):
         assert _transcript(ours.port, REFUSED) == _transcript(theirs.port, REFUSED), stale
 
 
-def test_info_replication_rows_match_a_redis_replica(masters, replicas):
+def two_replicas(masters, replicas):
+    """A redis-server master with a redis-server replica and a pykv replica, both synced:
+    (master, its client, theirs, ours)."""
     real = masters()
     m = client(real.port)
     theirs = masters("--replicaof", "127.0.0.1", str(real.port))
     ours = replicas({"replicaof": ["127.0.0.1", real.port]})
     wait_synced(m, client(theirs.port))
     wait_synced(m, client(ours.port))
+    return real, m, theirs, ours
+
+
+def test_info_replication_rows_match_a_redis_replica(masters, replicas):
+    real, m, theirs, ours = two_replicas(masters, replicas)
 
     def names(port: int) -> list[str]:
         raw = RawClient(port=port)
@@ -855,23 +865,13 @@ FCALLS = [("FCALL", "w", "1", "k"), ("FCALL", "r", "0"), ("FCALL", "s", "0"),
 def test_fcall_refusals_match_a_redis_replica(masters, replicas):
     """Functions from the master, judged by their flags on a read-only, then stale,
     replica."""
-    real = masters()
-    m = client(real.port)
+    real, m, theirs, ours = two_replicas(masters, replicas)
     m.function_load(LIBRARY)
-    theirs = masters("--replicaof", "127.0.0.1", str(real.port))
-    ours = replicas({"replicaof": ["127.0.0.1", real.port]})
     wait_synced(m, client(theirs.port))
     wait_synced(m, client(ours.port))
-
-    def transcript(port: int) -> list[bytes]:
-        raw = RawClient(port=port)
-        out = [raw.call(*cmd) for cmd in FCALLS]
-        raw.close()
-        return out
-
-    assert transcript(ours.port) == transcript(theirs.port)
+    assert _calls(ours.port, FCALLS) == _calls(theirs.port, FCALLS)
     real.stop()
     for port in (ours.port, theirs.port):
         wait_until(lambda p=port: info(client(p))["master_link_status"] == "down")
         client(port).config_set("replica-serve-stale-data", "no")
-    assert transcript(ours.port) == transcript(theirs.port)
+    assert _calls(ours.port, FCALLS) == _calls(theirs.port, FCALLS)
