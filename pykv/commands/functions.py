@@ -71,6 +71,13 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     fn = store.live.functions.get(argv[1].lower())
     if fn is None:
         return FUNCTION_NOT_FOUND
+    server = c.server
+    if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
+        # a replica, as Redis's processCommand judges FCALL by the function's flags
+        if server.replica_read_only and not fn.no_writes:
+            return errors.READONLY
+        if server.replica_deny_stale and "allow-stale" not in fn.flags:
+            return errors.MASTERDOWN
     numkeys = to_int(argv[2])
     if numkeys is None:
         return BAD_NUMKEYS
