@@ -195,13 +195,13 @@ def pykv_master():
 
 
 # -- full sync and the stream ----------------------------------------------------------------
-@pytest.mark.parametrize(("master_config", "load"), [
-    ({"repl-diskless-sync": "no"}, "disabled"),
-    ({"repl-diskless-sync": "yes"}, "disabled"),
-    ({"repl-diskless-sync": "yes"}, "swapdb"),
-    ({"repl-diskless-sync": "yes"}, "on-empty-db"),
+@pytest.mark.parametrize(("master_config", "load", "writes"), [
+    ({"repl-diskless-sync": "no"}, "disabled", 1000),
+    ({"repl-diskless-sync": "yes"}, "disabled", 2500),
+    ({"repl-diskless-sync": "yes"}, "swapdb", 500),
+    ({"repl-diskless-sync": "yes"}, "on-empty-db", 500),
 ], ids=["disk", "diskless", "diskless-swapdb", "diskless-on-empty-db"])
-def test_full_sync_then_stream(master_config, load):
+def test_full_sync_then_stream(master_config, load, writes):
     with pykv({"maxmemory-policy": "allkeys-random", **master_config}) as server:
         c = RawClient(port=server.port)
         other = RawClient(port=server.port)
@@ -212,7 +212,7 @@ def test_full_sync_then_stream(master_config, load):
             wait_link_up(r)
             wait_in_sync(c, r)
             assert_same_dataset(c, r)
-            random_writes(c, other, 2000, seed=len(load) + len(master_config))
+            random_writes(c, other, writes, seed=len(load) + len(master_config))
             # evictions flow as DELs too
             used = int(info(c, "memory")["used_memory"])
             c.call("CONFIG", "SET", "maxmemory", str(used + 200_000))
@@ -517,9 +517,14 @@ def test_info_replication_fields_match_redis(real_redis):
     ["WAIT", "0", "x"],
     ["ROLE"],
 ], ids=lambda a: " ".join(a)[:30])
-def test_replication_command_replies_match_redis(real_redis, args):
+def test_replication_command_replies_match_redis(real_redis, plain_pykv, args):
+    assert _replies(plain_pykv.port, args) == _replies(real_redis.port, args)
+
+
+@pytest.fixture(scope="module")
+def plain_pykv():
     with Server() as server:
-        assert _replies(server.port, args) == _replies(real_redis.port, args)
+        yield server
 
 
 def _replies(port: int, args: list[str]) -> list[bytes]:
@@ -560,7 +565,7 @@ def _raw_replica(port: int, *replconf: str, command: bytes = b"PSYNC ? -1") -> R
 
 def test_pings_every_period_and_timeout_drops_silent_replicas():
     with pykv({"repl-diskless-sync": "no", "repl-ping-replica-period": "1",
-               "repl-timeout": "2"}) as server:
+               "repl-timeout": "1"}) as server:
         c = RawClient(port=server.port)
         rep = _raw_replica(server.port, "listening-port", "4321")
         _read_until(rep.sock, b"*1\r\n$4\r\nPING\r\n")
@@ -759,7 +764,7 @@ def _soak(seconds: float, seed: int) -> None:
 
 
 def test_link_kills_while_writing():
-    _soak(4, seed=11)
+    _soak(1, seed=11)
 
 
 @pytest.mark.slow
