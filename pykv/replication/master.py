@@ -327,6 +327,7 @@ class Master:
                      rep.ip, rep.listening_port)
             rep.state = ONLINE
             rep.start_on_ack = True
+            rep.ack_time = time.time()  # no false timeout while the replica loads
         self._start_pending()
 
     def _on_bgsave_done(self, ok: bool) -> None:
