@@ -14,6 +14,8 @@ drops replicas whose ACKs stop for ``repl-timeout``, and counts the good replica
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from typing import Any
 
@@ -197,6 +199,8 @@ class Master:
             rep.pre_psync = True
         self.stat_sync_full += 1
         client.reply_mode = REPLY_OFF
+        if self.server.config.repl_disable_tcp_nodelay:
+            _disable_nodelay(client)
         rep.state = WAIT_BGSAVE_START
         rep.wait_since = time.time()
         self._attach(rep)
@@ -584,6 +588,20 @@ class Master:
 
 def _never_served(client: Any, key: bytes, value: Any) -> bool:
     return False
+
+
+def _disable_nodelay(client: Any) -> None:
+    """``repl-disable-tcp-nodelay yes``: fewer, bigger packets to this replica."""
+    fd = client.conn.fd() if client.conn is not None else -1
+    if fd < 0:
+        return
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    with sock:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
 
 
 def install(server: Any) -> Master:

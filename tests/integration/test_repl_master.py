@@ -815,3 +815,31 @@ def test_several_effects_of_one_command_are_one_transaction(pykv_master):
     assert effects.count(b"XCLAIM") == 2
     assert effects.index(b"MULTI") < effects.index(b"XCLAIM")
     assert effects.rindex(b"XCLAIM") < effects.index(b"EXEC")
+
+
+def test_repl_disable_tcp_nodelay_turns_nagle_back_on():
+    """``repl-disable-tcp-nodelay yes``: the replica's socket loses TCP_NODELAY (tested on
+    a socket pair: the option is not visible from the other end)."""
+    import socket
+    from types import SimpleNamespace
+
+    from pykv.replication.master import _disable_nodelay
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        peer = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        with peer, accepted:
+            accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = SimpleNamespace(fd=accepted.fileno)
+            _disable_nodelay(SimpleNamespace(conn=conn))
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+    with pykv({"repl-disable-tcp-nodelay": "yes"}) as server:
+        c = RawClient(port=server.port)
+        replica = redis_replica(server.port)
+        try:
+            r = RawClient(port=replica.port)
+            c.call("SET", "k", "v")
+            wait_in_sync(c, r)
+            assert parse(r.call("GET", "k")) == b"v"
+        finally:
+            replica.stop()
