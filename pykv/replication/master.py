@@ -14,7 +14,6 @@ drops replicas whose ACKs stop for ``repl-timeout``, and counts the good replica
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import time
 from typing import Any
@@ -592,16 +591,13 @@ def _never_served(client: Any, key: bytes, value: Any) -> bool:
 
 def _disable_nodelay(client: Any) -> None:
     """``repl-disable-tcp-nodelay yes``: fewer, bigger packets to this replica."""
-    fd = client.conn.fd() if client.conn is not None else -1
-    if fd < 0:
-        return
-    try:
-        sock = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return
-    with sock:
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
+    transport = getattr(client.conn, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        except OSError:
+            pass
 
 
 def install(server: Any) -> Master:

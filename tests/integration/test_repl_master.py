@@ -830,8 +830,8 @@ def test_repl_disable_tcp_nodelay_turns_nagle_back_on():
         accepted, _ = listener.accept()
         with peer, accepted:
             accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = SimpleNamespace(fd=accepted.fileno)
-            _disable_nodelay(SimpleNamespace(conn=conn))
+            transport = SimpleNamespace(get_extra_info=lambda name: accepted)
+            _disable_nodelay(SimpleNamespace(conn=SimpleNamespace(transport=transport)))
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
     with pykv({"repl-disable-tcp-nodelay": "yes"}) as server:
         c = RawClient(port=server.port)
