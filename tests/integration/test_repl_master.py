@@ -13,6 +13,7 @@ import random
 import re
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -285,12 +286,16 @@ def test_backlog_overflow_needs_a_full_resync(pykv_master):
     try:
         r = RawClient(port=replica.port)
         wait_in_sync(c, r)
-        c.call("CLIENT", "KILL", "TYPE", "replica")
-        pipe = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nk%03d\r\n$1000\r\n%s\r\n"
-                        % (i, b"v" * 1000) for i in range(100))
-        c.send_raw(pipe)
-        for _ in range(100):
-            c.read_reply()
+        replica.proc.send_signal(signal.SIGSTOP)  # it cannot reconnect before the overflow
+        try:
+            c.call("CLIENT", "KILL", "TYPE", "replica")
+            pipe = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nk%03d\r\n$1000\r\n%s\r\n"
+                            % (i, b"v" * 1000) for i in range(100))
+            c.send_raw(pipe)
+            for _ in range(100):
+                c.read_reply()
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
         wait_in_sync(c, r)
         stats = info(c, "stats")
         assert stats["sync_full"] == "2"
