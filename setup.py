@@ -59,6 +59,7 @@ COMPILED_PY_MODULES = [
     "pykv/scripting/engine.py",
     "pykv/commands/scripting.py",
     "pykv/server/pubsub.py",
+    "pykv/replication/feed.py",  # encodes every write for the replicas
     # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
     "pykv/rdma/client.py",

@@ -327,7 +327,7 @@ ENTRIES: list[ConfigEntry] = [
     _e("repl-timeout", INT, 60, min=1, max=INT_MAX),
     _e("repl-backlog-size", MEMORY, 1 << 20, min=1, max=LLONG_MAX),
     _e("repl-backlog-ttl", INT, 3600, min=0, max=LLONG_MAX),
-    _e("repl-disable-tcp-nodelay", BOOL, False, flags=COMPAT),
+    _e("repl-disable-tcp-nodelay", BOOL, False),
     _e("repl-diskless-sync", BOOL, True),
     _e("repl-diskless-sync-delay", INT, 5, min=0, max=INT_MAX),
     _e("repl-diskless-sync-max-replicas", INT, 0, min=0, max=INT_MAX),

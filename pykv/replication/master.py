@@ -14,6 +14,7 @@ drops replicas whose ACKs stop for ``repl-timeout``, and counts the good replica
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Any
 
@@ -206,6 +207,8 @@ class Master:
             rep.pre_psync = True
         self.stat_sync_full += 1
         client.reply_mode = REPLY_OFF
+        if self.server.config.repl_disable_tcp_nodelay:
+            _disable_nodelay(client)
         rep.state = WAIT_BGSAVE_START
         rep.wait_since = time.time()
         self._attach(rep)
@@ -336,6 +339,7 @@ class Master:
                      rep.ip, rep.listening_port)
             rep.state = ONLINE
             rep.start_on_ack = True
+            rep.ack_time = time.time()  # no false timeout while the replica loads
         self._start_pending()
 
     def _on_bgsave_done(self, ok: bool) -> None:
@@ -592,6 +596,17 @@ class Master:
 
 def _never_served(client: Any, key: bytes, value: Any) -> bool:
     return False
+
+
+def _disable_nodelay(client: Any) -> None:
+    """``repl-disable-tcp-nodelay yes``: fewer, bigger packets to this replica."""
+    transport = getattr(client.conn, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        except OSError:
+            pass
 
 
 def install(server: Any) -> Master:

@@ -323,9 +323,8 @@ class Server(ServerCore):
 
     def end_effects(self, marks: list[tuple[Any, Any]] | None) -> None:
         self.effects_depth -= 1
-        for sink, mark in marks or ():
-            if sink in self.effect_sinks:
-                sink.end_transaction(mark)
+        for sink, mark in marks or ():  # also a sink removed meanwhile (REPLICAOF in EXEC)
+            sink.end_transaction(mark)
 
     def _propagating_expiry(self, hook: Callable[[Database, bytes], None]
                             ) -> Callable[[Database, bytes], None]:

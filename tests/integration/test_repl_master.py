@@ -13,6 +13,7 @@ import random
 import re
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -195,13 +196,13 @@ def pykv_master():
 
 
 # -- full sync and the stream ----------------------------------------------------------------
-@pytest.mark.parametrize(("master_config", "load"), [
-    ({"repl-diskless-sync": "no"}, "disabled"),
-    ({"repl-diskless-sync": "yes"}, "disabled"),
-    ({"repl-diskless-sync": "yes"}, "swapdb"),
-    ({"repl-diskless-sync": "yes"}, "on-empty-db"),
+@pytest.mark.parametrize(("master_config", "load", "writes"), [
+    ({"repl-diskless-sync": "no"}, "disabled", 1000),
+    ({"repl-diskless-sync": "yes"}, "disabled", 2500),
+    ({"repl-diskless-sync": "yes"}, "swapdb", 500),
+    ({"repl-diskless-sync": "yes"}, "on-empty-db", 500),
 ], ids=["disk", "diskless", "diskless-swapdb", "diskless-on-empty-db"])
-def test_full_sync_then_stream(master_config, load):
+def test_full_sync_then_stream(master_config, load, writes):
     with pykv({"maxmemory-policy": "allkeys-random", **master_config}) as server:
         c = RawClient(port=server.port)
         other = RawClient(port=server.port)
@@ -212,7 +213,7 @@ def test_full_sync_then_stream(master_config, load):
             wait_link_up(r)
             wait_in_sync(c, r)
             assert_same_dataset(c, r)
-            random_writes(c, other, 2000, seed=len(load) + len(master_config))
+            random_writes(c, other, writes, seed=len(load) + len(master_config))
             # evictions flow as DELs too
             used = int(info(c, "memory")["used_memory"])
             c.call("CONFIG", "SET", "maxmemory", str(used + 200_000))
@@ -285,12 +286,16 @@ def test_backlog_overflow_needs_a_full_resync(pykv_master):
     try:
         r = RawClient(port=replica.port)
         wait_in_sync(c, r)
-        c.call("CLIENT", "KILL", "TYPE", "replica")
-        pipe = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nk%03d\r\n$1000\r\n%s\r\n"
-                        % (i, b"v" * 1000) for i in range(100))
-        c.send_raw(pipe)
-        for _ in range(100):
-            c.read_reply()
+        replica.proc.send_signal(signal.SIGSTOP)  # it cannot reconnect before the overflow
+        try:
+            c.call("CLIENT", "KILL", "TYPE", "replica")
+            pipe = b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nk%03d\r\n$1000\r\n%s\r\n"
+                            % (i, b"v" * 1000) for i in range(100))
+            c.send_raw(pipe)
+            for _ in range(100):
+                c.read_reply()
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
         wait_in_sync(c, r)
         stats = info(c, "stats")
         assert stats["sync_full"] == "2"
@@ -517,9 +522,14 @@ def test_info_replication_fields_match_redis(real_redis):
     ["WAIT", "0", "x"],
     ["ROLE"],
 ], ids=lambda a: " ".join(a)[:30])
-def test_replication_command_replies_match_redis(real_redis, args):
+def test_replication_command_replies_match_redis(real_redis, plain_pykv, args):
+    assert _replies(plain_pykv.port, args) == _replies(real_redis.port, args)
+
+
+@pytest.fixture(scope="module")
+def plain_pykv():
     with Server() as server:
-        assert _replies(server.port, args) == _replies(real_redis.port, args)
+        yield server
 
 
 def _replies(port: int, args: list[str]) -> list[bytes]:
@@ -560,7 +570,7 @@ def _raw_replica(port: int, *replconf: str, command: bytes = b"PSYNC ? -1") -> R
 
 def test_pings_every_period_and_timeout_drops_silent_replicas():
     with pykv({"repl-diskless-sync": "no", "repl-ping-replica-period": "1",
-               "repl-timeout": "2"}) as server:
+               "repl-timeout": "1"}) as server:
         c = RawClient(port=server.port)
         rep = _raw_replica(server.port, "listening-port", "4321")
         _read_until(rep.sock, b"*1\r\n$4\r\nPING\r\n")
@@ -759,7 +769,7 @@ def _soak(seconds: float, seed: int) -> None:
 
 
 def test_link_kills_while_writing():
-    _soak(4, seed=11)
+    _soak(1, seed=11)
 
 
 @pytest.mark.slow
@@ -810,3 +820,31 @@ def test_several_effects_of_one_command_are_one_transaction(pykv_master):
     assert effects.count(b"XCLAIM") == 2
     assert effects.index(b"MULTI") < effects.index(b"XCLAIM")
     assert effects.rindex(b"XCLAIM") < effects.index(b"EXEC")
+
+
+def test_repl_disable_tcp_nodelay_turns_nagle_back_on():
+    """``repl-disable-tcp-nodelay yes``: the replica's socket loses TCP_NODELAY (tested on
+    a socket pair: the option is not visible from the other end)."""
+    import socket
+    from types import SimpleNamespace
+
+    from pykv.replication.master import _disable_nodelay
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        peer = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        with peer, accepted:
+            accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            transport = SimpleNamespace(get_extra_info=lambda name: accepted)
+            _disable_nodelay(SimpleNamespace(conn=SimpleNamespace(transport=transport)))
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+    with pykv({"repl-disable-tcp-nodelay": "yes"}) as server:
+        c = RawClient(port=server.port)
+        replica = redis_replica(server.port)
+        try:
+            r = RawClient(port=replica.port)
+            c.call("SET", "k", "v")
+            wait_in_sync(c, r)
+            assert parse(r.call("GET", "k")) == b"v"
+        finally:
+            replica.stop()
