@@ -2,6 +2,9 @@
 # and write reads are C struct members (a pointer load instead of a slot-descriptor lookup),
 # and the per-command methods are cpdef (C calls from typed code, ordinary methods otherwise).
 
+cimport cython
+
+
 cdef class Clock:
     cdef public long long ms, sec
     cdef public bint no_touch
@@ -25,10 +28,13 @@ cdef class Database:
     cdef public dict mem_sizes
     cdef public object mem_total
 
+    @cython.locals(sec=cython.longlong)
     cpdef get(self, key, bint touch=*)
     cpdef touch(self, key)
     cpdef lfu_touch(self, key)
     cpdef expire_now(self, key)
+    @cython.locals(sec=cython.longlong)
     cpdef set(self, key, value, bint keep_ttl=*)
     cpdef modified(self, key)
+    cpdef replace_value(self, key, value)
     cpdef _remove(self, key)

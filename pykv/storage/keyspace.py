@@ -114,7 +114,11 @@ class Database:
             if self.lfu:
                 self.lfu_touch(key)
             else:
-                self.access[key] = self.clock.sec
+                sec = self.clock.sec
+                # most reads within a second find the clock already there: a lookup is
+                # cheaper than a dict store
+                if self.access.get(key) != sec:
+                    self.access[key] = sec
         return value
 
     def touch(self, key: bytes) -> None:
@@ -178,7 +182,9 @@ class Database:
             self.on_new_key(self, key)  # Redis fires "new" inside dbAdd, before the command's
         self.data[key] = value
         if not self.lfu:
-            self.access[key] = self.clock.sec
+            sec = self.clock.sec
+            if self.access.get(key) != sec:
+                self.access[key] = sec
         elif key in self.access:  # an overwrite counts as an access (lookupKeyWrite)
             self.lfu_touch(key)
         else:
