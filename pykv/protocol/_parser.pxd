@@ -8,6 +8,7 @@ cdef class RequestParser:
     cdef long long multibulklen
     cdef long long bulklen
     cdef list argv
+    cdef bytes last_name  # the previous command's name, handed out again when it repeats
     cdef public long long max_bulk_len
     cdef public bint auth_required
 
@@ -19,3 +20,4 @@ cdef class RequestParser:
     cpdef object get_command(self)
     cdef list _inline(self)
     cdef list _multibulk(self)
+    cdef bytes _name(self, const char *p, Py_ssize_t n)

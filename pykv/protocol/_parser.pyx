@@ -15,7 +15,8 @@ commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
-from libc.string cimport memchr
+from cpython.list cimport PyList_GET_SIZE
+from libc.string cimport memchr, memcmp
 
 DEF INLINE_MAX_SIZE = 65536
 
@@ -288,6 +289,18 @@ cdef class RequestParser:
         self.pos = (nl - p) + 1
         return args
 
+    cdef bytes _name(self, const char *p, Py_ssize_t n):
+        """A command name: the previous command's object when the bytes repeat (pipelines
+        repeat one name), so its hash is already cached and the command table lookup
+        matches it by identity."""
+        cdef bytes last = self.last_name
+        if last is not None and PyBytes_GET_SIZE(last) == n \
+                and memcmp(PyBytes_AS_STRING(last), p, n) == 0:
+            return last
+        last = PyBytes_FromStringAndSize(p, n)
+        self.last_name = last
+        return last
+
     cdef list _multibulk(self):
         cdef const char *p = PyByteArray_AS_STRING(self.buf)
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
@@ -334,7 +347,10 @@ cdef class RequestParser:
                 self.bulklen = ll
             if end - self.pos < self.bulklen + 2:
                 return None
-            self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
+            if PyList_GET_SIZE(self.argv) == 0:
+                self.argv.append(self._name(p + self.pos, self.bulklen))
+            else:
+                self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
             self.pos += self.bulklen + 2
             self.bulklen = -1
             self.multibulklen -= 1
