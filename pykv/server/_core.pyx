@@ -267,6 +267,9 @@ cdef class ClientCore:
     # Redis's fixed reply buffer: its size and the most a batch put in it (pykv.server.replybuf)
     cdef public Py_ssize_t buf_size, buf_peak
     cdef public long long buf_peak_reset_ms
+    # the last command name object looked up and its command: the parser hands out the
+    # same name object while a pipeline repeats a command, so this skips the table lookup
+    cdef object _last_name, _last_found
 
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
@@ -334,15 +337,21 @@ cdef class ClientCore:
         cdef int arity
         # the name as sent is tried first (cached per spelling), so "GET" and "get" skip
         # the lower() of every command
-        found = server.command_lookup.get(argv[0])
-        if found is None:
-            found = server.commands.get(argv[0].lower())
+        name = argv[0]
+        if name is self._last_name:
+            found = self._last_found
+        else:
+            found = server.command_lookup.get(name)
             if found is None:
-                self.last_cmd = None  # Redis's lastcmd is set by the lookup (CLIENT LIST)
-                self.reject(errors.unknown_command(argv), None)
-                return
-            if len(server.command_lookup) < 4096:
-                server.command_lookup[argv[0]] = found
+                found = server.commands.get(name.lower())
+                if found is None:
+                    self.last_cmd = None  # Redis's lastcmd is set by the lookup (CLIENT LIST)
+                    self.reject(errors.unknown_command(argv), None)
+                    return
+                if len(server.command_lookup) < 4096:
+                    server.command_lookup[name] = found
+            self._last_name = name
+            self._last_found = found
         cmd = <CommandCore>found
         if cmd.subcommands:
             if argc >= 2:
