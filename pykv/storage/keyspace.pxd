@@ -16,7 +16,8 @@ cdef class Database:
     cdef public object id
     cdef public dict data, expires, access
     cdef public Clock clock
-    cdef public object signal_modified, on_expired, on_flush, on_key_ready, on_new_key
+    cdef public object _signal_hook, on_expired, on_flush, on_key_ready, on_new_key
+    cdef public dict signal_keys
     cdef public list _expire_snapshot
     cdef public object _expire_pos, avg_ttl, expired_count
     cdef public long long version
@@ -38,3 +39,4 @@ cdef class Database:
     cpdef modified(self, key)
     cpdef replace_value(self, key, value)
     cpdef _remove(self, key)
+    cdef _signal(self, key)
