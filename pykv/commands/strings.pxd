@@ -2,6 +2,7 @@
 # database is a C-level Database, so its lookups and writes are C calls, not method calls.
 cimport cython
 
+from pykv.protocol._parser cimport ll2bytes, string2ll
 from pykv.storage.keyspace cimport Database
 
 

@@ -17,7 +17,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, LLONG_MIN, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply
-from pykv.protocol._parser import string2ll
+from pykv.protocol._parser import ll2bytes, string2ll
 from pykv.server.notify import notify
 from pykv.storage._numeric import incrbyfloat as _ld_incrbyfloat
 from pykv.storage._numeric import lcs as _lcs
@@ -435,7 +435,7 @@ def _incr_command(c: Any, key: bytes, delta: int) -> int:
     value = db.get(key)
     if value is None:
         new = delta
-        db.set(key, b"%d" % new)
+        db.set(key, ll2bytes(new))
     else:
         t = type(value)
         if t is bytes:
@@ -449,7 +449,7 @@ def _incr_command(c: Any, key: bytes, delta: int) -> int:
         new = current + delta
         if new > LLONG_MAX or new < LLONG_MIN:
             raise errors.INCR_OVERFLOW
-        db.replace_value(key, b"%d" % new)
+        db.replace_value(key, ll2bytes(new))
     server = c.server
     server.dirty += 1
     if server.keyspace_notifier is not None:

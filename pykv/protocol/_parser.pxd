@@ -1,6 +1,8 @@
 # The request parser's C interface, for the dispatcher (pykv/server/_core.pyx) and the RDB
 # codecs (pykv/storage/rdb/_rio.pyx), which share its string2ll.
 cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept
+cpdef object string2ll(object data)
+cpdef bytes ll2bytes(long long value)
 
 cdef class RequestParser:
     cdef bytearray buf

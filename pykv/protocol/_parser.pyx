@@ -62,7 +62,7 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     return True
 
 
-def string2ll(data):
+cpdef object string2ll(object data):
     """Redis's ``string2ll`` for command arguments: the integer, or None if Redis rejects it
     (no '+', no spaces, no leading zeros, within 64 bits)."""
     cdef long long value
@@ -77,6 +77,25 @@ def string2ll(data):
     if parse_ll(<const char *>&view[0], view.shape[0], &value):
         return value
     return None
+
+
+cpdef bytes ll2bytes(long long value):
+    """``b"%d" % value`` without the formatting machinery (Redis's ll2string)."""
+    cdef char buf[24]
+    cdef int i = 24
+    cdef unsigned long long u = <unsigned long long>value
+    if value < 0:
+        u = 0 - u
+    while True:
+        i -= 1
+        buf[i] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if value < 0:
+        i -= 1
+        buf[i] = b'-'
+    return PyBytes_FromStringAndSize(buf + i, 24 - i)
 
 
 cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcept:
