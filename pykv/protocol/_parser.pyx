@@ -112,6 +112,30 @@ cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcep
     return -1
 
 
+cdef inline Py_ssize_t quick_len(const char *p, Py_ssize_t i, Py_ssize_t end,
+                                 long long *out) noexcept:
+    """A length line's digits from ``i``: the index of its '\r' when they are 1 to 18
+    plain digits without a leading zero (``0`` alone is fine) and the byte after the '\r'
+    has arrived, storing the value; -1 for anything else (the exact path decides)."""
+    cdef Py_ssize_t start = i
+    cdef long long v = 0
+    cdef unsigned int d
+    while i < end:
+        d = <unsigned char>p[i] - 48
+        if d > 9:
+            break
+        v = v * 10 + d
+        i += 1
+        if i - start > 18:
+            return -1
+    if i == start or i + 1 >= end or p[i] != b'\r':
+        return -1
+    if p[start] == b'0' and i - start > 1:
+        return -1
+    out[0] = v
+    return i
+
+
 cdef inline bint is_space(char c) noexcept:
     return c == b' ' or c == b'\n' or c == b'\r' or c == b'\t' or c == b'\v' or c == b'\f'
 
@@ -327,14 +351,18 @@ cdef class RequestParser:
         cdef long long ll
         cdef list argv
         if self.multibulklen == 0:
-            nl = find_cr(p, self.pos, end)
+            nl = quick_len(p, self.pos + 1, end, &ll)  # get_command saw the '*'
             if nl < 0:
-                if end - self.pos > INLINE_MAX_SIZE:
-                    raise ProtocolError("Protocol error: too big mbulk count string")
-                return None
-            if nl - self.pos > end - self.pos - 2:
-                return None
-            if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll > INT_MAX:
+                nl = find_cr(p, self.pos, end)
+                if nl < 0:
+                    if end - self.pos > INLINE_MAX_SIZE:
+                        raise ProtocolError("Protocol error: too big mbulk count string")
+                    return None
+                if nl - self.pos > end - self.pos - 2:
+                    return None
+                if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll):
+                    raise ProtocolError("Protocol error: invalid multibulk length")
+            if ll > INT_MAX:
                 raise ProtocolError("Protocol error: invalid multibulk length")
             if ll > 10 and self.auth_required:
                 raise ProtocolError("Protocol error: unauthenticated multibulk length")
@@ -345,6 +373,16 @@ cdef class RequestParser:
             self.argv = []
             self.bulklen = -1
         while self.multibulklen:
+            if self.bulklen == -1:
+                # the common shape first: '$', plain digits, '\r' and the byte after it here
+                nl = quick_len(p, self.pos + 1, end, &ll) if p[self.pos] == b'$' else -1
+                if nl >= 0:
+                    if ll > self.max_bulk_len:
+                        raise ProtocolError("Protocol error: invalid bulk length")
+                    if ll > 16384 and self.auth_required:
+                        raise ProtocolError("Protocol error: unauthenticated bulk length")
+                    self.pos = nl + 2
+                    self.bulklen = ll
             if self.bulklen == -1:
                 nl = find_cr(p, self.pos, end)
                 if nl < 0:
