@@ -22,4 +22,5 @@ cdef class RequestParser:
     cpdef object get_command(self)
     cdef list _inline(self)
     cdef list _multibulk(self)
+    cdef Py_ssize_t _line_end(self, const char *p, Py_ssize_t end, str too_big) except -2
     cdef bytes _name(self, const char *p, Py_ssize_t n)

@@ -344,6 +344,18 @@ cdef class RequestParser:
         self.last_name = last
         return last
 
+    cdef Py_ssize_t _line_end(self, const char *p, Py_ssize_t end, str too_big) except -2:
+        """The '\\r' ending the count line at ``pos`` once it and the byte after it are
+        here (-1 until then); a line longer than Redis accepts raises ``too_big``."""
+        cdef Py_ssize_t nl = find_cr(p, self.pos, end)
+        if nl < 0:
+            if end - self.pos > INLINE_MAX_SIZE:
+                raise ProtocolError(too_big)
+            return -1
+        if nl - self.pos > end - self.pos - 2:
+            return -1
+        return nl
+
     cdef list _multibulk(self):
         cdef const char *p = PyByteArray_AS_STRING(self.buf)
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
@@ -353,12 +365,8 @@ cdef class RequestParser:
         if self.multibulklen == 0:
             nl = quick_len(p, self.pos + 1, end, &ll)  # get_command saw the '*'
             if nl < 0:
-                nl = find_cr(p, self.pos, end)
+                nl = self._line_end(p, end, "Protocol error: too big mbulk count string")
                 if nl < 0:
-                    if end - self.pos > INLINE_MAX_SIZE:
-                        raise ProtocolError("Protocol error: too big mbulk count string")
-                    return None
-                if nl - self.pos > end - self.pos - 2:
                     return None
                 if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll):
                     raise ProtocolError("Protocol error: invalid multibulk length")
@@ -376,27 +384,17 @@ cdef class RequestParser:
             if self.bulklen == -1:
                 # the common shape first: '$', plain digits, '\r' and the byte after it here
                 nl = quick_len(p, self.pos + 1, end, &ll) if p[self.pos] == b'$' else -1
-                if nl >= 0:
-                    if ll > self.max_bulk_len:
-                        raise ProtocolError("Protocol error: invalid bulk length")
-                    if ll > 16384 and self.auth_required:
-                        raise ProtocolError("Protocol error: unauthenticated bulk length")
-                    self.pos = nl + 2
-                    self.bulklen = ll
-            if self.bulklen == -1:
-                nl = find_cr(p, self.pos, end)
                 if nl < 0:
-                    if end - self.pos > INLINE_MAX_SIZE:
-                        raise ProtocolError("Protocol error: too big bulk count string")
-                    return None
-                if nl - self.pos > end - self.pos - 2:
-                    return None
-                if p[self.pos] != b'$':
-                    raise ProtocolError(
-                        "Protocol error: expected '$', got '%s'"
-                        % chr(<unsigned char>p[self.pos]))
-                if (not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll < 0
-                        or ll > self.max_bulk_len):
+                    nl = self._line_end(p, end, "Protocol error: too big bulk count string")
+                    if nl < 0:
+                        return None
+                    if p[self.pos] != b'$':
+                        raise ProtocolError(
+                            "Protocol error: expected '$', got '%s'"
+                            % chr(<unsigned char>p[self.pos]))
+                    if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll):
+                        raise ProtocolError("Protocol error: invalid bulk length")
+                if ll < 0 or ll > self.max_bulk_len:
                     raise ProtocolError("Protocol error: invalid bulk length")
                 if ll > 16384 and self.auth_required:
                     raise ProtocolError("Protocol error: unauthenticated bulk length")
