@@ -1,6 +1,8 @@
 # The compiled keyspace.py's Clock and Database as extension types: the fields every lookup
 # and write reads are C struct members (a pointer load instead of a slot-descriptor lookup),
 # and the per-command methods are cpdef (C calls from typed code, ordinary methods otherwise).
+# Each keeps an instance __dict__ too, so an attribute added to keyspace.py's __slots__ but
+# not declared here still works (as a slower dict attribute): declare it here when it is hot.
 
 cimport cython
 
@@ -8,6 +10,7 @@ cimport cython
 cdef class Clock:
     cdef public long long ms, sec
     cdef public bint no_touch
+    cdef dict __dict__
 
     cpdef update(self)
 
@@ -28,6 +31,7 @@ cdef class Database:
     cdef public set mem_dirty
     cdef public dict mem_sizes
     cdef public object mem_total
+    cdef dict __dict__
 
     @cython.locals(sec=cython.longlong)
     cpdef get(self, key, bint touch=*)
