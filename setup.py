@@ -60,6 +60,7 @@ COMPILED_PY_MODULES = [
     "pykv/commands/scripting.py",
     "pykv/server/pubsub.py",
     "pykv/replication/feed.py",  # encodes every write for the replicas
+    "pykv/server/watch.py",  # Database.signal_modified: called on every write
     # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
     "pykv/rdma/client.py",

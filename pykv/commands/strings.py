@@ -17,7 +17,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, LLONG_MIN, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply
-from pykv.protocol._parser import string2ll
+from pykv.protocol._parser import ll2bytes, string2ll
 from pykv.server.notify import notify
 from pykv.storage._numeric import incrbyfloat as _ld_incrbyfloat
 from pykv.storage._numeric import lcs as _lcs
@@ -85,12 +85,18 @@ def _changed(c: Any, klass: str, event: bytes, key: bytes) -> None:
 # -- GET / SET --------------------------------------------------------------------------
 @command("get")
 def get(c, argv):
-    value = c.db.get(argv[1])
+    return _get(c, argv[1])
+
+
+def _get(c: Any, key: bytes) -> Any:
+    # typed in strings.pxd: ``db`` is a C-level Database, its ``get`` a C call
+    db = c.db
+    value = db.get(key)
     server = c.server
     if value is None:
         server.stat_keyspace_misses += 1
         if server.keyspace_notifier is not None:
-            notify(server, "m", b"keymiss", argv[1], c.db.id)
+            notify(server, "m", b"keymiss", key, db.id)
         return None
     server.stat_keyspace_hits += 1
     if type(value) is bytes:
@@ -103,15 +109,20 @@ def get(c, argv):
 @command("set")
 def set_(c, argv):
     if len(argv) == 3:
-        key = argv[1]
-        c.db.set(key, argv[2])
-        server = c.server
-        server.dirty += 1
-        if server.keyspace_notifier is not None:
-            notify(server, "$", b"set", key, c.db.id)
-        return OK
+        return _set_plain(c, argv[1], argv[2])
     flags, expire = parse_string_options(argv, 3, True)
     return set_generic(c, flags, argv[1], argv[2], expire, OK, None)
+
+
+def _set_plain(c: Any, key: bytes, value: bytes) -> Any:
+    """SET key value (typed in strings.pxd, like ``_get``)."""
+    db = c.db
+    db.set(key, value)
+    server = c.server
+    server.dirty += 1
+    if server.keyspace_notifier is not None:
+        notify(server, "$", b"set", key, db.id)
+    return OK
 
 
 def _option_name(arg: bytes) -> bytes:
@@ -425,7 +436,7 @@ def _incr_command(c: Any, key: bytes, delta: int) -> int:
     value = db.get(key)
     if value is None:
         new = delta
-        db.set(key, b"%d" % new)
+        db.set(key, ll2bytes(new))
     else:
         t = type(value)
         if t is bytes:
@@ -439,7 +450,7 @@ def _incr_command(c: Any, key: bytes, delta: int) -> int:
         new = current + delta
         if new > LLONG_MAX or new < LLONG_MIN:
             raise errors.INCR_OVERFLOW
-        db.replace_value(key, b"%d" % new)
+        db.replace_value(key, ll2bytes(new))
     server = c.server
     server.dirty += 1
     if server.keyspace_notifier is not None:

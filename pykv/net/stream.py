@@ -49,12 +49,19 @@ class StreamConnection(asyncio.Protocol, Connection):
             self._peer = format_address(transport.get_extra_info("peername"), "tcp")
             self._local = format_address(transport.get_extra_info("sockname"), "tcp")
         self.handler = self._accept(self)
+        if self.handler is not None and self.type_name != "tls":
+            # the hot path without a Python frame per read or write: uvloop keeps the
+            # protocol's data_received it found at set_protocol, and write is the
+            # transport's own until the connection closes (_mark_closed)
+            self.data_received = self.handler.on_data  # type: ignore[method-assign]
+            self.write = transport.write  # type: ignore[method-assign]
+            transport.set_protocol(self)
 
     def data_received(self, data: bytes) -> None:
         self.handler.on_data(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
+        self._mark_closed()
         if self.handler is not None:
             self.handler.on_close()
 
@@ -72,13 +79,17 @@ class StreamConnection(asyncio.Protocol, Connection):
 
     def close(self) -> None:
         if not self._closed and self.transport is not None:
-            self._closed = True
+            self._mark_closed()
             self.transport.close()
 
     def abort(self) -> None:
         if self.transport is not None:
-            self._closed = True
+            self._mark_closed()
             self.transport.abort()
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+        self.__dict__.pop("write", None)  # back to the guarded method: writes are dropped
 
     def peer_address(self) -> str:
         return self._peer

@@ -1,6 +1,8 @@
 # The request parser's C interface, for the dispatcher (pykv/server/_core.pyx) and the RDB
 # codecs (pykv/storage/rdb/_rio.pyx), which share its string2ll.
 cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept
+cpdef object string2ll(object data)
+cpdef bytes ll2bytes(long long value)
 
 cdef class RequestParser:
     cdef bytearray buf
@@ -8,6 +10,7 @@ cdef class RequestParser:
     cdef long long multibulklen
     cdef long long bulklen
     cdef list argv
+    cdef bytes last_name  # the previous command's name, handed out again when it repeats
     cdef public long long max_bulk_len
     cdef public bint auth_required
 
@@ -20,3 +23,5 @@ cdef class RequestParser:
     cpdef object get_command(self)
     cdef list _inline(self)
     cdef list _multibulk(self)
+    cdef Py_ssize_t _line_end(self, const char *p, Py_ssize_t end, str too_big) except -2
+    cdef bytes _name(self, const char *p, Py_ssize_t n)

@@ -15,7 +15,8 @@ commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
-from libc.string cimport memchr
+from cpython.list cimport PyList_GET_SIZE
+from libc.string cimport memchr, memcmp
 
 DEF INLINE_MAX_SIZE = 65536
 
@@ -61,7 +62,7 @@ cdef bint parse_ll(const char *s, Py_ssize_t n, long long *out) noexcept:
     return True
 
 
-def string2ll(data):
+cpdef object string2ll(object data):
     """Redis's ``string2ll`` for command arguments: the integer, or None if Redis rejects it
     (no '+', no spaces, no leading zeros, within 64 bits)."""
     cdef long long value
@@ -78,6 +79,25 @@ def string2ll(data):
     return None
 
 
+cpdef bytes ll2bytes(long long value):
+    """``b"%d" % value`` without the formatting machinery (Redis's ll2string)."""
+    cdef char buf[24]
+    cdef int i = 24
+    cdef unsigned long long u = <unsigned long long>value
+    if value < 0:
+        u = 0 - u
+    while True:
+        i -= 1
+        buf[i] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if value < 0:
+        i -= 1
+        buf[i] = b'-'
+    return PyBytes_FromStringAndSize(buf + i, 24 - i)
+
+
 cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcept:
     """strchr(p + start, '\\r') bounded by end: -1 when absent or hidden by a NUL."""
     cdef Py_ssize_t i = start
@@ -90,6 +110,30 @@ cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcep
             return -1
         i += 1
     return -1
+
+
+cdef inline Py_ssize_t quick_len(const char *p, Py_ssize_t i, Py_ssize_t end,
+                                 long long *out) noexcept:
+    """A length line's digits from ``i``: the index of its '\r' when they are 1 to 18
+    plain digits without a leading zero (``0`` alone is fine) and the byte after the '\r'
+    has arrived, storing the value; -1 for anything else (the exact path decides)."""
+    cdef Py_ssize_t start = i
+    cdef long long v = 0
+    cdef unsigned int d
+    while i < end:
+        d = <unsigned char>p[i] - 48
+        if d > 9:
+            break
+        v = v * 10 + d
+        i += 1
+        if i - start > 18:
+            return -1
+    if i == start or i + 1 >= end or p[i] != b'\r':
+        return -1
+    if p[start] == b'0' and i - start > 1:
+        return -1
+    out[0] = v
+    return i
 
 
 cdef inline bint is_space(char c) noexcept:
@@ -302,6 +346,30 @@ cdef class RequestParser:
         self.pos = (nl - p) + 1
         return args
 
+    cdef bytes _name(self, const char *p, Py_ssize_t n):
+        """A command name: the previous command's object when the bytes repeat (pipelines
+        repeat one name), so its hash is already cached and the command table lookup
+        matches it by identity."""
+        cdef bytes last = self.last_name
+        if last is not None and PyBytes_GET_SIZE(last) == n \
+                and memcmp(PyBytes_AS_STRING(last), p, n) == 0:
+            return last
+        last = PyBytes_FromStringAndSize(p, n)
+        self.last_name = last
+        return last
+
+    cdef Py_ssize_t _line_end(self, const char *p, Py_ssize_t end, str too_big) except -2:
+        """The '\\r' ending the count line at ``pos`` once it and the byte after it are
+        here (-1 until then); a line longer than Redis accepts raises ``too_big``."""
+        cdef Py_ssize_t nl = find_cr(p, self.pos, end)
+        if nl < 0:
+            if end - self.pos > INLINE_MAX_SIZE:
+                raise ProtocolError(too_big)
+            return -1
+        if nl - self.pos > end - self.pos - 2:
+            return -1
+        return nl
+
     cdef list _multibulk(self):
         cdef const char *p = PyByteArray_AS_STRING(self.buf)
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(self.buf)
@@ -309,14 +377,14 @@ cdef class RequestParser:
         cdef long long ll
         cdef list argv
         if self.multibulklen == 0:
-            nl = find_cr(p, self.pos, end)
+            nl = quick_len(p, self.pos + 1, end, &ll)  # get_command saw the '*'
             if nl < 0:
-                if end - self.pos > INLINE_MAX_SIZE:
-                    raise ProtocolError("Protocol error: too big mbulk count string")
-                return None
-            if nl - self.pos > end - self.pos - 2:
-                return None
-            if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll > INT_MAX:
+                nl = self._line_end(p, end, "Protocol error: too big mbulk count string")
+                if nl < 0:
+                    return None
+                if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll):
+                    raise ProtocolError("Protocol error: invalid multibulk length")
+            if ll > INT_MAX:
                 raise ProtocolError("Protocol error: invalid multibulk length")
             if ll > 10 and self.auth_required:
                 raise ProtocolError("Protocol error: unauthenticated multibulk length")
@@ -328,19 +396,19 @@ cdef class RequestParser:
             self.bulklen = -1
         while self.multibulklen:
             if self.bulklen == -1:
-                nl = find_cr(p, self.pos, end)
+                # the common shape first: '$', plain digits, '\r' and the byte after it here
+                nl = quick_len(p, self.pos + 1, end, &ll) if p[self.pos] == b'$' else -1
                 if nl < 0:
-                    if end - self.pos > INLINE_MAX_SIZE:
-                        raise ProtocolError("Protocol error: too big bulk count string")
-                    return None
-                if nl - self.pos > end - self.pos - 2:
-                    return None
-                if p[self.pos] != b'$':
-                    raise ProtocolError(
-                        "Protocol error: expected '$', got '%s'"
-                        % chr(<unsigned char>p[self.pos]))
-                if (not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll) or ll < 0
-                        or ll > self.max_bulk_len):
+                    nl = self._line_end(p, end, "Protocol error: too big bulk count string")
+                    if nl < 0:
+                        return None
+                    if p[self.pos] != b'$':
+                        raise ProtocolError(
+                            "Protocol error: expected '$', got '%s'"
+                            % chr(<unsigned char>p[self.pos]))
+                    if not parse_ll(p + self.pos + 1, nl - self.pos - 1, &ll):
+                        raise ProtocolError("Protocol error: invalid bulk length")
+                if ll < 0 or ll > self.max_bulk_len:
                     raise ProtocolError("Protocol error: invalid bulk length")
                 if ll > 16384 and self.auth_required:
                     raise ProtocolError("Protocol error: unauthenticated bulk length")
@@ -348,7 +416,10 @@ cdef class RequestParser:
                 self.bulklen = ll
             if end - self.pos < self.bulklen + 2:
                 return None
-            self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
+            if PyList_GET_SIZE(self.argv) == 0:
+                self.argv.append(self._name(p + self.pos, self.bulklen))
+            else:
+                self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
             self.pos += self.bulklen + 2
             self.bulklen = -1
             self.multibulklen -= 1

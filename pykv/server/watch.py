@@ -28,8 +28,9 @@ class Watches:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.by_db: list[dict[bytes, dict[Client, bool]]] = [{} for _ in server.dbs]
-        for db in server.dbs:
+        for db, table in zip(server.dbs, self.by_db, strict=True):
             db.signal_modified = self.touch
+            db.signal_keys = table  # writes of unwatched keys need not call ``touch``
             db.on_flush = self.touch_flushed
         server.client_close_hooks.append(self.unwatch_all)
 

@@ -53,11 +53,11 @@ class Database:
     """One numbered database (``SELECT n``)."""
 
     __slots__ = (
-        "id", "data", "expires", "access", "clock", "signal_modified", "on_expired", "on_flush",
+        "id", "data", "expires", "access", "clock", "_signal_hook", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
         "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty", "mem_sizes",
-        "mem_total", "slot_index",
+        "mem_total", "slot_index", "signal_keys",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -67,7 +67,11 @@ class Database:
         self.access: dict[bytes, int] = {}
         self.clock = clock
         # hooks installed by the server; no-ops until something listens
-        self.signal_modified: Callable[[Database, bytes], None] = _noop
+        self._signal_hook: Callable[[Database, bytes], None] = _noop
+        # None: every change calls signal_modified; a dict: only changes of its keys do
+        # (WATCH's table of this database, while WATCH is the only listener); installing
+        # a hook resets it to None
+        self.signal_keys: dict | None = None
         self.on_expired: Callable[[Database, bytes], None] = _noop
         # called by ``clear`` before the keys go (WATCH: FLUSHDB/FLUSHALL dirty watchers)
         self.on_flush: Callable[[Database], None] = _noop_flush
@@ -100,6 +104,16 @@ class Database:
         # cluster mode, database 0: the keys per hash slot (pykv.cluster.slot_index)
         self.slot_index: Any = None
 
+    @property
+    def signal_modified(self) -> Callable[[Database, bytes], None]:
+        """The hook every change of a key calls (WATCH, client-side caching)."""
+        return self._signal_hook
+
+    @signal_modified.setter
+    def signal_modified(self, hook: Callable[[Database, bytes], None]) -> None:
+        self._signal_hook = hook
+        self.signal_keys = None
+
     def __len__(self) -> int:
         return len(self.data)
 
@@ -119,7 +133,11 @@ class Database:
             if self.lfu:
                 self.lfu_touch(key)
             else:
-                self.access[key] = self.clock.sec
+                sec = self.clock.sec
+                # most reads within a second find the clock already there: a lookup is
+                # cheaper than a dict store
+                if self.access.get(key) != sec:
+                    self.access[key] = sec
         return value
 
     def touch(self, key: bytes) -> None:
@@ -174,9 +192,16 @@ class Database:
         self._remove(key)
         self.expired_count += 1
         self.on_expired(self, key)
-        self.signal_modified(self, key)
+        self._signal(key)
 
     # -- writes ------------------------------------------------------------------------
+    def _signal(self, key: bytes) -> None:
+        """Tell ``signal_modified`` that ``key`` changed, unless ``signal_keys`` says it
+        does not care: the WATCH table alone listens and nobody watches ``key``."""
+        keys = self.signal_keys
+        if keys is None or (keys and key in keys):
+            self._signal_hook(self, key)
+
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
         """Store ``value`` at ``key``; a plain set clears any TTL (``SET`` semantics)."""
         if self.on_new_key is not None and key not in self.data:
@@ -185,7 +210,9 @@ class Database:
             self.slot_index.add(key)
         self.data[key] = value
         if not self.lfu:
-            self.access[key] = self.clock.sec
+            sec = self.clock.sec
+            if self.access.get(key) != sec:
+                self.access[key] = sec
         elif key in self.access:  # an overwrite counts as an access (lookupKeyWrite)
             self.lfu_touch(key)
         else:
@@ -194,14 +221,14 @@ class Database:
         self.mem_dirty.add(key)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        self.signal_modified(self, key)
+        self._signal(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)
 
     def modified(self, key: bytes) -> None:
         """Call after changing a stored value in place (LPUSH on an existing list, …)."""
         self.mem_dirty.add(key)
-        self.signal_modified(self, key)
+        self._signal(key)
 
     def unshare(self, key: bytes, value: Any) -> None:
         """Store a new representation of the same value (bytes -> bytearray before an
@@ -214,14 +241,14 @@ class Database:
         """Update the value of an existing key in place, keeping its TTL."""
         self.data[key] = value
         self.mem_dirty.add(key)
-        self.signal_modified(self, key)
+        self._signal(key)
 
     def delete(self, key: bytes) -> bool:
         """Delete a live key; False if it did not exist (or had already expired)."""
         if self.get(key, touch=False) is None:
             return False
         self._remove(key)
-        self.signal_modified(self, key)
+        self._signal(key)
         return True
 
     def pop(self, key: bytes) -> Any:
@@ -229,7 +256,7 @@ class Database:
         value = self.get(key, touch=False)
         if value is not None:
             self._remove(key)
-            self.signal_modified(self, key)
+            self._signal(key)
         return value
 
     def _remove(self, key: bytes) -> None:
@@ -267,7 +294,7 @@ class Database:
     def set_expire(self, key: bytes, when_ms: int) -> None:
         self.expires[key] = when_ms
         self.mem_dirty.add(key)
-        self.signal_modified(self, key)
+        self._signal(key)
 
     def get_expire(self, key: bytes) -> int:
         """Absolute expiry in ms, or -1 if the key has no TTL."""
@@ -277,7 +304,7 @@ class Database:
         if self.expires.pop(key, None) is None:
             return False
         self.mem_dirty.add(key)
-        self.signal_modified(self, key)
+        self._signal(key)
         return True
 
     def active_expire(self, deadline_ns: int, batch: int = 20) -> int:

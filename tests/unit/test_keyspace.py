@@ -259,3 +259,15 @@ def test_replies_never_share_stored_bytearrays(server, client):
     run(client, "APPEND", "k", "d")
     assert reply == b"abc" and mreply == [b"abc"]
     assert encode_reply(reply) == b"$3\r\nabc\r\n"
+
+
+def test_every_slot_of_the_compiled_classes_is_an_attribute():
+    # compiled, Clock and Database are extension types (keyspace.pxd): a slot added to
+    # keyspace.py must still be an attribute, declared in the .pxd or not
+    clock = Clock()
+    db = Database(0, clock)
+    for obj in (clock, db):
+        for name in type(obj).__slots__:
+            getattr(obj, name)
+    db.added_later = 1  # what an undeclared new slot amounts to
+    assert db.added_later == 1

@@ -382,3 +382,36 @@ def test_garbage_is_chunking_independent_and_only_raises_protocol_errors(garbage
     assert outcome([garbage[i:i + 1] for i in range(len(garbage))]) == whole
     if whole[1] is not None:
         assert whole[1].startswith("Protocol error: ")
+
+
+# -- the length-line fast path (plain digits) and the exact path it defers to ---------------
+
+@pytest.mark.parametrize(("wire", "expected"), [
+    (b"*1\r\n$0\r\n\r\n", ([[b""]], None)),
+    (b"*0\r\n*1\r\n$1\r\nx\r\n", ([[b"x"]], None)),
+    (b"*1\r\n$01\r\nx\r\n", ([], "Protocol error: invalid bulk length")),
+    (b"*01\r\n$1\r\nx\r\n", ([], "Protocol error: invalid multibulk length")),
+    (b"*2147483648\r\n", ([], "Protocol error: invalid multibulk length")),
+    (b"*1\r\n$" + b"9" * 18 + b"\r\n", ([], "Protocol error: invalid bulk length")),
+    (b"*1\r\n$" + b"9" * 19 + b"\r\n", ([], "Protocol error: invalid bulk length")),
+    (b"*1\r\n$1\x00\r\nx\r\n", ([], None)),  # the NUL hides the '\r' (strchr): wait
+    (b"*1\r\n$-1\r\n", ([], "Protocol error: invalid bulk length")),
+])
+def test_length_lines_whole_and_byte_at_a_time(wire, expected):
+    assert outcome([wire]) == expected
+    assert outcome([wire[i:i + 1] for i in range(len(wire))]) == expected
+
+
+def test_bulk_length_limit_is_inclusive_on_the_fast_path():
+    p = RequestParser(max_bulk_len=3)
+    assert parse_all(encode(b"abc"), p) == [[b"abc"]]
+    with pytest.raises(ProtocolError, match="invalid bulk length"):
+        parse_all(b"*1\r\n$4\r\nabcd\r\n", RequestParser(max_bulk_len=3))
+
+
+def test_repeated_command_names_are_equal_and_shared():
+    p = RequestParser()
+    p.feed(encode(b"GET", b"a") + encode(b"GET", b"b") + encode(b"SET", b"a", b"1"))
+    first, second, third = p.get_command(), p.get_command(), p.get_command()
+    assert (first, second, third) == ([b"GET", b"a"], [b"GET", b"b"], [b"SET", b"a", b"1"])
+    assert first[0] is second[0]
