@@ -54,6 +54,10 @@ _PROTOCOL_ERROR_LOG = {
 class Client(ClientCore):
     """One connection's state: protocol, database, auth, transaction, flags, buffers."""
 
+    # the master side of replication sets it on a replica's client (pykv.replication.master);
+    # a class default keeps getattr(client, "is_replica", False) off the exception path
+    is_replica = False
+
     def __init__(self, server: Server, conn: Connection | None, client_id: int) -> None:
         self.server = server
         self.conn = conn
