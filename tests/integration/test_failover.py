@@ -42,9 +42,20 @@ def _swapped(old_port: int, new_port: int) -> bool:
             and old["master_failover_state"] == "no-failover")
 
 
-def _check_handover(old_port: int, new_port: int) -> None:
-    """After FAILOVER: roles swapped, the old master PSYNCed partially, writes go on."""
+def _failover(port: int, *args) -> RawClient:
+    """Send FAILOVER, then a write that the pause holds (or the new replica refuses)."""
+    raw = RawClient(port=port)
+    assert raw.call("FAILOVER", *args) == b"+OK\r\n"
+    raw.send_raw(encode_command("SET", "during-failover", "1"))
+    return raw
+
+
+def _check_handover(old_port: int, new_port: int, held: RawClient) -> None:
+    """After FAILOVER: roles swapped, the old master PSYNCed partially, writes go on (the
+    write held meanwhile ends refused: it runs on a replica)."""
     wait_until(lambda: _swapped(old_port, new_port), what="the roles to swap")
+    assert held.read_reply() == b"-READONLY You can't write against a read only replica.\r\n"
+    held.close()
     old, new = client(old_port), client(new_port)
     assert info(new, "stats")["sync_partial_ok"] == 1
     assert info(new)["master_replid2"] == info(old)["master_replid2"]
@@ -69,8 +80,7 @@ def test_failover_pykv_to_pykv(replicas):
     fill_mixed(m, random.Random(14))
     replica = replicas({"replicaof": ["127.0.0.1", master.port]})
     wait_synced(m, client(replica.port))
-    assert m.execute_command("FAILOVER") == b"OK"
-    _check_handover(master.port, replica.port)
+    _check_handover(master.port, replica.port, _failover(master.port))
 
 
 def test_failover_pykv_master_to_redis_replica(masters, replicas):
@@ -79,8 +89,8 @@ def test_failover_pykv_master_to_redis_replica(masters, replicas):
     fill_mixed(m, random.Random(15))
     replica = masters("--replicaof", "127.0.0.1", str(master.port))
     wait_synced(m, client(replica.port))
-    assert m.execute_command("FAILOVER", "TO", "127.0.0.1", replica.port) == b"OK"
-    _check_handover(master.port, replica.port)
+    held = _failover(master.port, "TO", "127.0.0.1", replica.port)
+    _check_handover(master.port, replica.port, held)
 
 
 def test_failover_redis_master_to_pykv_replica(masters, replicas):
@@ -89,8 +99,7 @@ def test_failover_redis_master_to_pykv_replica(masters, replicas):
     fill_mixed(m, random.Random(16))
     replica = replicas({"replicaof": ["127.0.0.1", master.port]})
     wait_synced(m, client(replica.port))
-    assert m.execute_command("FAILOVER", "TIMEOUT", 20000) == b"OK"
-    _check_handover(master.port, replica.port)
+    _check_handover(master.port, replica.port, _failover(master.port, "TIMEOUT", 20000))
 
 
 def _stalled_pair(replicas):
