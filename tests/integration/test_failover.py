@@ -253,3 +253,22 @@ def test_failover_in_cluster_mode_is_refused_as_redis(masters, replicas):
         return out
 
     assert replies(ours.port) == replies(theirs.port)
+
+
+def test_target_still_syncing_is_refused_as_redis(masters, replicas):
+    """A replica that waits for its snapshot (diskless sync delay) is not online yet."""
+    delay = {"repl-diskless-sync": "yes", "repl-diskless-sync-delay": 30}
+    theirs = masters("--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "30")
+    ours = replicas(delay)
+
+    def reply(port: int) -> list[bytes]:
+        replica = masters("--replicaof", "127.0.0.1", str(port))
+        wait_until(lambda: info(client(port)).get("slave0", {}).get("state") == "wait_bgsave",
+                   what="the replica to wait for its snapshot")
+        raw = RawClient(port=port)
+        out = [raw.call("FAILOVER", "TO", "127.0.0.1", replica.port),
+               raw.call("FAILOVER", "TO", "127.0.0.2", replica.port)]
+        raw.close()
+        return out
+
+    assert reply(ours.port) == reply(theirs.port)
