@@ -162,6 +162,12 @@ def test_abort_resumes_writes(replicas):
         assert _state(master.port) == "waiting-for-sync"
         held = RawClient(port=master.port)
         held.send_raw(encode_command("INCR", "held"))
+        # a CLIENT PAUSE of its own ending leaves FAILOVER's pause in place
+        assert raw.call("CLIENT", "PAUSE", "50", "WRITE") == b"+OK\r\n"
+        assert raw.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
+        assert raw.call("PING") == b"+PONG\r\n"
+        assert raw.call("EXISTS", "held") == b":0\r\n"
+        assert _state(master.port) == "waiting-for-sync"
         assert raw.call("FAILOVER", "ABORT") == b"+OK\r\n"
         assert held.read_reply() == b":1\r\n"
         assert _state(master.port) == "no-failover"
