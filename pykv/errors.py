@@ -362,4 +362,11 @@ FAILOVER_ON_REPLICA = ErrorReply(b"ERR FAILOVER is not valid when server is a re
 FAILOVER_NO_REPLICAS = ErrorReply(b"ERR FAILOVER requires connected replicas.")
 FAILOVER_FORCE = ErrorReply(b"ERR FAILOVER with force option requires both a timeout and "
                             b"target HOST and IP.")
+REPLICAOF_DURING_FAILOVER = ErrorReply(b"ERR REPLICAOF not allowed while failing over.")
+FAILOVER_NOT_REPLICA = ErrorReply(b"ERR FAILOVER target HOST and PORT is not a replica.")
+FAILOVER_NOT_ONLINE = ErrorReply(b"ERR FAILOVER target replica is not online.")
+FAILOVER_IN_CLUSTER = ErrorReply(b"ERR FAILOVER not allowed in cluster mode. Use CLUSTER "
+                                 b"FAILOVER command instead.")
+PSYNC_FAILOVER_REPLID = ErrorReply(b"ERR PSYNC FAILOVER replid must match my replid.")
+SYNC_WHILE_FAILING_OVER = ErrorReply(b"NOMASTERLINK Can't SYNC while failing over")
 INVALID_MASTER_PORT = ErrorReply(b"ERR Invalid master port")

@@ -398,7 +398,7 @@ def _replication(server: Any) -> Fields:
     repl = server.repl
     backlog = repl.backlog
     fields += [
-        ("master_failover_state", "no-failover"),
+        ("master_failover_state", getattr(master, "failover_state", "no-failover")),
         ("master_replid", repl.replid),
         ("master_replid2", repl.replid2),
         ("master_repl_offset", repl.master_repl_offset),

@@ -3,9 +3,7 @@
 The work is pykv.replication.role's (Redis's replicationSetMaster/UnsetMaster); this
 module parses the arguments and answers as Redis 7.0 does. FAILOVER's checks and errors
 are here; the failover itself (pausing writes, waiting for the target's offset, handing
-over with ``PSYNC ... FAILOVER``) needs connected replicas, which the master side
-(``server.replicas``) owns: it is called as ``server.replicas.start_failover(host, port,
-timeout_ms, force)`` and ``abort_failover()`` when that side provides them.
+over with ``PSYNC ... FAILOVER``) is the master side's (pykv.replication.failover).
 """
 from __future__ import annotations
 
@@ -25,6 +23,9 @@ _ALREADY = SimpleString(errors.ALREADY_CONNECTED)
 @command("replicaof", "slaveof")
 def replicaof(c, argv):
     server = c.server
+    if getattr(getattr(server, "replicas", None), "failover_state", "no-failover") \
+            != "no-failover":
+        return errors.REPLICAOF_DURING_FAILOVER
     host, port_arg = argv[1], argv[2]
     if host.lower() == b"no" and port_arg.lower() == b"one":
         if server.master_link is not None:
@@ -50,10 +51,13 @@ def replicaof(c, argv):
 
 @command("failover")
 def failover(c, argv):
+    """Redis 7.0's failoverCommand: its checks in its order, then the master side's."""
     server = c.server
+    if getattr(server, "cluster", None) is not None:
+        return errors.FAILOVER_IN_CLUSTER
     replicas = getattr(server, "replicas", None)
     state = getattr(replicas, "failover_state", "no-failover")
-    if len(argv) == 2 and argv[1].lower() == b"abort":
+    if len(argv) == 2 and argv[1].lower() == b"abort":  # ABORT goes with nothing else
         if state == "no-failover":
             return errors.NO_FAILOVER
         replicas.abort_failover()
@@ -65,15 +69,15 @@ def failover(c, argv):
     i = 1
     while i < len(argv):
         word = argv[i].lower()
-        if word == b"timeout" and i + 1 < len(argv) and timeout == 0:
+        if word == b"to" and i + 2 < len(argv) and host is None:
+            port = parse_int(argv[i + 2])
+            host = argv[i + 1].decode("utf-8", "surrogateescape")
+            i += 3
+        elif word == b"timeout" and i + 1 < len(argv) and timeout == 0:
             timeout = parse_int(argv[i + 1])
             if timeout <= 0:
                 return errors.FAILOVER_TIMEOUT
             i += 2
-        elif word == b"to" and i + 2 < len(argv) and host is None:
-            port = parse_int(argv[i + 2])
-            host = argv[i + 1].decode("utf-8", "surrogateescape")
-            i += 3
         elif word == b"force" and not force:
             force = True
             i += 1
@@ -83,9 +87,8 @@ def failover(c, argv):
         return errors.FAILOVER_IN_PROGRESS
     if server.master_link is not None:
         return errors.FAILOVER_ON_REPLICA
-    start = getattr(replicas, "start_failover", None)
-    if start is None or not len(replicas):
+    if replicas is None or not replicas.replicas:
         return errors.FAILOVER_NO_REPLICAS
     if force and (not timeout or host is None):
         return errors.FAILOVER_FORCE
-    return start(host, port, timeout, force)
+    return replicas.start_failover(host, port, timeout, force)

@@ -123,9 +123,14 @@ async def handshake(conn: MasterConnection, config: Any, port: int) -> None:
     await _reply(conn, "REPLCONF", "capa", "eof", "capa", "psync2")
 
 
-async def psync(conn: MasterConnection, replid: str, offset: int) -> PsyncAnswer:
-    """Send PSYNC and read its answer (skipping the master's keep-alive newlines)."""
-    conn.send("PSYNC", replid, offset)
+async def psync(conn: MasterConnection, replid: str, offset: int,
+                failover: bool = False) -> PsyncAnswer:
+    """Send PSYNC (with ``FAILOVER`` when this old master hands over to ``conn``'s end)
+    and read its answer (skipping the master's keep-alive newlines)."""
+    if failover:
+        conn.send("PSYNC", replid, offset, "FAILOVER")
+    else:
+        conn.send("PSYNC", replid, offset)
     line = await _reply(conn)
     if line.startswith(b"+FULLRESYNC"):
         words = line.split()

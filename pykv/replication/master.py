@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from pykv import errors
+from pykv.replication.failover import NO_FAILOVER, Failover
 from pykv.replication.feed import StreamFeed
 from pykv.replication.fullsync import BulkSender, DisklessTransfer
 
@@ -81,6 +82,7 @@ class Master:
         self._getack_scheduled = False
         self._last_second = 0
         self._cron_loops = 0
+        self.failover = Failover(server, self)
         server.add_cron(self.cron)
         server.client_close_hooks.append(self._on_client_close)
         server.config.on_change("repl-backlog-size", self._on_backlog_size)
@@ -169,6 +171,31 @@ class Master:
                 b"repl-id": self.repl.replid.encode(),
                 b"repl-offset": b"%d" % (self.repl.master_repl_offset + len(self.stream.buf))}
 
+    # -- FAILOVER (pykv.replication.failover) ----------------------------------------------
+    @property
+    def failover_state(self) -> str:
+        return self.failover.state
+
+    def start_failover(self, host: str | None, port: int, timeout_ms: int,
+                       force: bool) -> Any:
+        return self.failover.start(host, port, timeout_ms, force)
+
+    def abort_failover(self) -> None:
+        self.failover.abort("Failover manually aborted")
+
+    def _failover_request(self, client: Any, replid: bytes) -> Any:
+        """``PSYNC <replid> <offset> FAILOVER`` from our master: take over (the PSYNC then
+        continues from our previous history)."""
+        if replid.decode("latin-1") != self.repl.replid:
+            return errors.PSYNC_FAILOVER_REPLID
+        from pykv.replication import role
+        from pykv.server.client_info import client_info_line
+
+        role.unset_master(self.server)
+        log.warning("MASTER MODE enabled (failover request from '%s')",
+                    client_info_line(client))
+        return None
+
     # -- SYNC / PSYNC ----------------------------------------------------------------------
     def replica_of(self, client: Any) -> Replica:
         rep = getattr(client, "replica", None)
@@ -181,6 +208,12 @@ class Master:
 
         if getattr(client, "is_replica", False) or client.monitor:
             return NO_REPLY  # already a replica (or a MONITOR): ignored, as Redis does
+        if len(argv) > 3 and argv[0].lower() == b"psync" and argv[3].lower() == b"failover":
+            refused = self._failover_request(client, argv[1])
+            if refused is not None:
+                return refused
+        if self.failover.state != NO_FAILOVER:
+            return errors.SYNC_WHILE_FAILING_OVER
         link = getattr(self.server, "master_link", None)
         if link is not None and not getattr(link, "connected", True):
             return errors.NOMASTERLINK
@@ -411,6 +444,9 @@ class Master:
         self.refresh_good()
         if self.waiting:
             self._serve_waiting()
+        if self.failover.state != NO_FAILOVER and self.server.loop is not None:
+            # not here: handing over drops this replica's link (Redis: beforeSleep)
+            self.server.loop.call_soon(self.failover.update)
 
     def count_acks(self, offset: int) -> int:
         return sum(1 for r in self.replicas
@@ -517,13 +553,15 @@ class Master:
     def cron(self) -> None:
         self.flush_stream()
         self._start_pending()
+        self.failover.update()
         now = time.time()
         if int(now) == self._last_second:
             return
         self._last_second = int(now)
         self._cron_loops += 1
         cfg = self.server.config
-        if self.replicas and self._cron_loops % max(1, cfg.repl_ping_replica_period) == 0:
+        if self.replicas and self._cron_loops % max(1, cfg.repl_ping_replica_period) == 0 \
+                and self.failover.state == NO_FAILOVER:  # a PING would move the target
             self.stream.feed(self.stream.seldb, _PING)
         for rep in list(self.replicas):
             client = rep.client

@@ -122,7 +122,14 @@ class MasterLink:
         else:
             replid, offset = "?", -1
             log.info("Partial resynchronization not possible (no cached master)")
-        answer = await psync(conn, replid, offset)
+        failover = getattr(getattr(server, "replicas", None), "failover", None)
+        handing_over = failover is not None and failover.state == "failover-in-progress"
+        answer = await psync(conn, replid, offset, handing_over)
+        if handing_over:  # +CONTINUE or (an edge case) +FULLRESYNC: the target took over
+            accepted = answer.kind in ("continue", "full")
+            server.loop.call_soon(failover.psync_answered, accepted)
+            if not accepted:
+                raise LinkError("")
         if answer.kind == "retry":
             raise LinkError("Master is currently unable to PSYNC but should be in the "
                             f"future: {answer.line.decode('utf-8', 'replace')}")
@@ -433,7 +440,7 @@ def apply_flags(server: Any) -> None:
     server.replica_read_only = link is not None and cfg.replica_read_only
     server.replica_deny_stale = (link is not None and link.state != "connected"
                                  and not cfg.replica_serve_stale_data)
-    paused = link is not None or (server.pause_active and
-                                  time.time() * 1000 < server.pause_end_ms)
+    paused = link is not None or server.pause_failover or (
+        server.pause_active and time.time() * 1000 < server.pause_end_ms)
     for db in server.dbs:
         db.expire_paused = paused

@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount", "eval", "evalsha", "fcall"})
 
 
-def should_pause(server: Server, client: Client, cmd: Command, argv: list[bytes]) -> bool:
-    """Whether the active pause holds this command back (replicas are never paused)."""
+def should_pause(server: Server, client: Client, cmd: Command, argv: list[bytes],
+                 write_only: bool = False) -> bool:
+    """Whether the active pause (or, ``write_only``, a WRITE pause) holds this command back
+    (replicas are never paused)."""
     if getattr(client, "is_replica", False) or getattr(client, "is_master", False):
         return False
-    if not server.pause_write_only:
+    if not (write_only or server.pause_write_only):
         return True
     if cmd.fullname == "exec":
         return bool(client.multi) and any(may_replicate(server, q, qargv)
@@ -81,5 +83,6 @@ def _declares_no_writes(server: Server, name: str, argv: list[bytes]) -> bool:
 def set_expiry_paused(server: Server, paused: bool) -> None:
     """Stop (or resume) deleting expired keys in every database."""
     paused = paused or getattr(server, "master_link", None) is not None  # replica rule
+    paused = paused or getattr(server, "pause_failover", False)
     for db in server.dbs:
         db.expire_paused = paused

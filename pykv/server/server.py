@@ -97,6 +97,7 @@ class Server(ServerCore):
         self.pause_end_ms = 0
         pause.set_expiry_paused(self, False)
         self.pause_write_only = False
+        self.pause_failover = False  # FAILOVER's own write pause (Redis's PAUSE_DURING_FAILOVER)
         self.postponed: deque[tuple[Client, list[bytes]]] = deque()
         # slow log
         self.slowlog: deque[SlowlogEntry] = deque()
@@ -561,9 +562,11 @@ class Server(ServerCore):
     # -- client pause ----------------------------------------------------------------------
     def should_pause(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
         """Whether CLIENT PAUSE holds this command back (see pykv.server.pause)."""
-        if int(time.time() * 1000) >= self.pause_end_ms:
-            return False  # over; the pause timer resumes the held clients
-        return pause.should_pause(self, client, cmd, argv)
+        if int(time.time() * 1000) < self.pause_end_ms and \
+                pause.should_pause(self, client, cmd, argv):
+            return True
+        # a CLIENT PAUSE that is over leaves its clients to the pause timer
+        return self.pause_failover and pause.should_pause(self, client, cmd, argv, True)
 
     def postpone(self, client: Client, argv: list[bytes]) -> None:
         client.paused = True
@@ -595,13 +598,22 @@ class Server(ServerCore):
             return
         self.unpause_clients()
 
+    def pause_for_failover(self, on: bool) -> None:
+        """FAILOVER's write pause, apart from CLIENT PAUSE: ending one leaves the other."""
+        self.pause_failover = on
+        if on:
+            self.pause_active = True
+            pause.set_expiry_paused(self, True)
+        elif int(time.time() * 1000) >= self.pause_end_ms:
+            self.unpause_clients()
+
     def unpause_clients(self) -> None:
         """End the pause; held commands run in the order they arrived, once the current
         work is done (Redis runs them before the loop sleeps: the rest of the unpausing
-        client's pipeline goes first)."""
-        self.pause_active = False
+        client's pipeline goes first); those FAILOVER's pause holds wait again."""
+        self.pause_active = self.pause_failover
         self.pause_end_ms = 0
-        pause.set_expiry_paused(self, False)
+        pause.set_expiry_paused(self, self.pause_failover)
         if self._pause_timer is not None:
             self._pause_timer.cancel()
             self._pause_timer = None
