@@ -13,6 +13,7 @@ drops replicas whose ACKs stop for ``repl-timeout``, and counts the good replica
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import time
@@ -265,6 +266,30 @@ class Master:
     def _create_backlog(self) -> None:
         self.repl.create_backlog(self.server.config.repl_backlog_size)
         self._start_feeding()
+
+    def restore_history(self) -> None:
+        """After the start-up load of an RDB a master saved with its replication history
+        (``repl-id``/``repl-offset``, as SHUTDOWN writes them), keep that history as the
+        secondary id with an empty backlog ending where it ended, so its former replicas
+        continue with a partial resync (Redis's loadDataFromDisk for a master)."""
+        server = self.server
+        if getattr(server, "master_link", None) is not None or server.config.appendonly:
+            return
+        aux = getattr(server.persistence, "last_aux", None) or {}
+        replid = aux.get(b"repl-id", b"").decode("latin-1")
+        try:
+            offset = int(aux.get(b"repl-offset", b"-1"))
+        except ValueError:
+            return
+        if len(replid) != 40 or offset < 0 or self.repl.backlog is not None:
+            return
+        repl = self.repl
+        repl.replid2 = replid
+        repl.second_repl_offset = offset + 1
+        repl.master_repl_offset += offset
+        self._create_backlog()
+        server.repl_offset = repl.master_repl_offset
+        self.no_replicas_since = time.time()
 
     def _try_partial(self, rep: Replica, replid: str, offset: int) -> bool:
         self.flush_stream()
@@ -658,4 +683,11 @@ def install(server: Any) -> Master:
         server.repl.clear_replid2()
 
     server.change_replication_id = change_replication_id
+
+    async def restore_after_load() -> None:
+        while server.loading:
+            await asyncio.sleep(0.01)
+        master.restore_history()
+
+    server.startup_hooks.append(lambda: server.loop.create_task(restore_after_load()))
     return master

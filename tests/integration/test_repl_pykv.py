@@ -105,3 +105,24 @@ def test_chain_redis_pykv_redis_with_a_promotion(masters, replicas):
     assert bot.get("promoted") == b"yes"
     assert info(mid, "stats")["sync_partial_ok"] >= 1
     assert info(bot)["master_replid"] == info(mid)["master_replid"]
+
+
+def test_replicas_continue_after_a_master_restart(masters, replicas):
+    """A pykv master restarted from the RDB SHUTDOWN saved keeps its history as replid2:
+    its redis-server replica continues with a partial resync (as with a Redis master)."""
+    master = _pykv_master(replicas, save="3600 1")
+    m = client(master.port)
+    fill_mixed(m, random.Random(21), dbs=(0, 4))
+    real = masters("--replicaof", "127.0.0.1", str(master.port))
+    r = client(real.port)
+    wait_synced(m, r)
+    old_id = info(m)["master_replid"]
+    master.restart()  # SIGTERM: dump.rdb with repl-id/repl-offset
+    m = client(master.port)
+    assert info(m)["master_replid2"] == old_id
+    m.set("after-restart", 1)
+    wait_synced(m, r)
+    stats = info(m, "stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"]) == (0, 1)
+    assert r.get("after-restart") == b"1"
+    assert_same_dataset(master.port, real.port)
