@@ -125,6 +125,42 @@ def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext
     return ctx
 
 
+def client_tls_context(config: Any) -> ssl.SSLContext:
+    """The context of this server's outgoing TLS links (a replica's link with
+    ``tls-replication yes``), as Redis builds its client context: the certificate from
+    ``tls-client-cert-file``/``tls-client-key-file`` (``tls-cert-file``/``tls-key-file``
+    when those are unset), the peer verified against ``tls-ca-cert-file``/``-dir`` without
+    a host name check, the same protocols and ciphers; raises TlsConfigError."""
+    cert = config.tls_client_cert_file or config.tls_cert_file
+    key = config.tls_client_key_file if config.tls_client_cert_file else config.tls_key_file
+    password = (config.tls_client_key_file_pass if config.tls_client_cert_file
+                else config.tls_key_file_pass) or None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    if cert:
+        try:
+            ctx.load_cert_chain(cert, key or None, password=password)
+        except (OSError, ssl.SSLError) as exc:
+            raise TlsConfigError(f"Failed to load certificate: {cert}: {_reason(exc)}") \
+                from None
+    ca_file, ca_dir = config.tls_ca_cert_file, config.tls_ca_cert_dir
+    if ca_file or ca_dir:
+        try:
+            ctx.load_verify_locations(cafile=ca_file or None, capath=ca_dir or None)
+        except (OSError, ssl.SSLError) as exc:
+            raise TlsConfigError(f"Failed to configure CA certificate(s) file/directory: "
+                                 f"{_reason(exc)}") from None
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    _apply_protocols(ctx, config.tls_protocols)
+    if config.tls_ciphers:
+        try:
+            ctx.set_ciphers(config.tls_ciphers)
+        except ssl.SSLError:
+            raise TlsConfigError(f"Failed to configure ciphers: {config.tls_ciphers}") from None
+    return ctx
+
+
 def _apply_protocols(ctx: ssl.SSLContext, text: str) -> None:
     """``tls-protocols "TLSv1.2 TLSv1.3"`` (default: those two), switched off one by one
     with OpenSSL's ``SSL_OP_NO_*`` flags as Redis does: a version floor set instead makes

@@ -12,6 +12,7 @@ PSYNC, a plain ``SYNC``.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +44,13 @@ class MasterConnection:
         self.timeout = timeout
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float) -> MasterConnection:
+    async def open(cls, host: str, port: int, timeout: float,
+                   tls: ssl.SSLContext | None = None) -> MasterConnection:
+        """Connect (over TLS with ``tls``: ``tls-replication yes``)."""
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=1 << 20), timeout)
-        except (TimeoutError, OSError) as exc:
+                asyncio.open_connection(host, port, limit=1 << 20, ssl=tls), timeout)
+        except (TimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
             raise LinkError(f"Error condition on socket for SYNC: {_reason(exc)}") from None
         return cls(reader, writer, timeout)
 

@@ -30,6 +30,7 @@ import time
 from typing import Any
 
 from pykv.net.base import Connection
+from pykv.net.tls import TlsConfigError, client_tls_context
 from pykv.protocol._parser import ProtocolError
 from pykv.replication import receive
 from pykv.replication.handshake import (
@@ -111,7 +112,14 @@ class MasterLink:
         self.state = "connecting"
         apply_flags(server)
         log.info("Connecting to MASTER %s:%d", self.host, self.port)
-        self.conn = conn = await MasterConnection.open(self.host, self.port, cfg.repl_timeout)
+        tls = None
+        if cfg.tls_replication:
+            try:
+                tls = client_tls_context(cfg)
+            except TlsConfigError as exc:
+                raise LinkError(f"Error condition on socket for SYNC: {exc}") from None
+        self.conn = conn = await MasterConnection.open(self.host, self.port, cfg.repl_timeout,
+                                                       tls)
         log.info("MASTER <-> REPLICA sync started")
         self.state = "handshake"
         await handshake(conn, cfg, cfg.port)

@@ -352,3 +352,63 @@ def test_tls_listener_with_bad_options_fails_start(certs, options, message):
     assert message in str(info.value)
     with Server(listeners=[spec + ",optional"]) as ok:  # an optional one is skipped
         assert ok.ping()
+
+
+def _wait_for(cond, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _replica_tls_args(certs: TestCerts) -> list[str]:
+    """TLS for a replica's link: its client certificate (the server one is for serverAuth
+    only, so a master refuses it as Redis's would)."""
+    return [*_tls_args(certs), "--tls-replication", "yes",
+            "--tls-client-cert-file", certs.client_cert,
+            "--tls-client-key-file", certs.client_key]
+
+
+def test_tls_replication_both_ways(tmp_path, certs):
+    """tls-replication yes: a pykv replica of a redis-server master's TLS port, and a
+    redis-server replica of a pykv master's TLS port (client certificates required)."""
+    real = RealTlsRedis(_tls_args(certs), str(tmp_path))
+    ours = Server(config={}, extra_args=[
+        "--tls-port", str(free_port()), *_replica_tls_args(certs),
+        "--replicaof", "127.0.0.1", str(real.tls_port)])
+    ours.start()
+    sub = None
+    try:
+        plain_master = redis.Redis(port=real.port)
+        plain_master.set("over", "tls")
+        replica = ours.client()
+        _wait_for(lambda: replica.get("over") == b"tls", "the pykv replica over TLS")
+        assert replica.info("replication")["master_link_status"] == "up"
+        # and a redis-server below it, through pykv's TLS port
+        sub = RealTlsRedis([*_replica_tls_args(certs), "--replicaof", "127.0.0.1",
+                            ours.extra_args[1]], str(tmp_path))
+        below = redis.Redis(port=sub.port)
+        plain_master.set("chain", "tls")
+        _wait_for(lambda: below.get("chain") == b"tls", "the redis-server sub-replica")
+        assert below.info("replication")["master_link_status"] == "up"
+    finally:
+        if sub is not None:
+            sub.stop()
+        ours.stop()
+        real.stop()
+
+
+def test_tls_replication_refused_without_a_trusted_master(tmp_path, certs, other_certs):
+    """A master whose certificate our CA did not sign: the link never comes up."""
+    real = RealTlsRedis(_tls_args(other_certs, auth="no"), str(tmp_path))
+    ours = Server(config={}, extra_args=[
+        "--tls-port", str(free_port()), *_replica_tls_args(certs),
+        "--replicaof", "127.0.0.1", str(real.tls_port)])
+    ours.start()
+    try:
+        time.sleep(1.5)
+        assert ours.client().info("replication")["master_link_status"] == "down"
+        assert "Error condition on socket for SYNC" in ours.log()
+    finally:
+        ours.stop()
+        real.stop()
