@@ -20,7 +20,7 @@ import time
 
 import pytest
 from support.keyspace import key_value
-from support.resp import RawClient, parse
+from support.resp import RawClient, encode_command, parse
 from support.servers import RealRedis, require_redis
 
 from pykv.testing import Server
@@ -434,6 +434,48 @@ _STREAM_STEPS = [
     ["EXPIRE", "a", "-1"],
     ["XADD", "st", "1-1", "a", "1"],
     ["XGROUP", "CREATE", "st", "g", "0"],
+    # consumer-group effects (streamPropagateXCLAIM/GroupID/ConsumerCreation in 7.0.15)
+    ["XADD", "st", "1-2", "b", "2"],
+    ["XADD", "st", "1-3", "c", "3"],
+    ["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "st", ">"],
+    ["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "st", ">"],
+    ["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "n1", "NOACK", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "n2", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st", "1-4", "d", "4"],
+    ["XREADGROUP", "GROUP", "g", "carol", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st", "1-5", "e", "5"],
+    ["XREADGROUP", "GROUP", "g", "alice", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st2", "1-1", "a", "1"],
+    ["XGROUP", "CREATE", "st2", "g", "0"],
+    ["XADD", "st", "1-6", "f", "6"],
+    ["XREADGROUP", "GROUP", "g", "n3", "STREAMS", "st", "st2", ">", ">"],
+    ["XCLAIM", "st", "g", "bob", "0", "1-1"],
+    ["XCLAIM", "st", "g", "newc", "0", "1-2", "JUSTID"],
+    ["XCLAIM", "st", "g", "newc", "0", "1-6", "LASTID", "5-0"],
+    ["XCLAIM", "st", "g", "newc", "0", "9-9", "LASTID", "8-0"],
+    ["XCLAIM", "st", "g", "newc", "0", "9-9", "FORCE"],
+    ["XCLAIM", "st", "g", "newd", "0", "1-1", "IDLE", "5000", "RETRYCOUNT", "7"],
+    ["XAUTOCLAIM", "st", "g", "newe", "0", "0", "COUNT", "1"],
+    ["XAUTOCLAIM", "st", "g", "newe", "0", "0", "JUSTID"],
+    ["XACK", "st", "g", "1-1"],
+    ["XGROUP", "CREATECONSUMER", "st", "g", "erin"],
+    ["XGROUP", "SETID", "st", "g", "1-2", "ENTRIESREAD", "2"],
+    ["XGROUP", "DELCONSUMER", "st", "g", "erin"],
+    ["XDEL", "st", "1-3"],
+    ["XAUTOCLAIM", "st", "g", "dave", "0", "0"],
+    ["XDEL", "st", "1-2"],
+    ["XCLAIM", "st", "g", "dave", "0", "1-2"],
+    ["XDEL", "st", "1-6"],
+    ["XCLAIM", "st", "g", "dave", "0", "1-6", "LASTID", "9-0"],
+    ["EVAL", "redis.call('xreadgroup','group','g','sc','streams','st','0');"
+     " redis.call('xadd','st','7-1','q','1');"
+     " return redis.call('xreadgroup','group','g','sc','noack','streams','st','>')", "1", "st"],
+    ("blocked", ["XREADGROUP", "GROUP", "g", "blk", "BLOCK", "0", "STREAMS", "st", ">"],
+     ["XADD", "st", "10-1", "z", "1"]),
+    ("blocked", ["XREADGROUP", "GROUP", "g", "blk2", "NOACK", "BLOCK", "0", "STREAMS", "st", ">"],
+     ["XADD", "st", "10-2", "z", "1"]),
     ["LPOP", "nothing"],
     ["FLUSHDB"],
 ]
@@ -451,7 +493,16 @@ def _cli_stream(port: int) -> list[str]:
         c.send_raw(b"MULTI\r\nSET m 1\r\nSET n 2\r\nEXEC\r\n")
         [c.read_reply() for _ in range(4)]
         for step in _STREAM_STEPS:
-            c.call(*step)
+            if isinstance(step, tuple):  # a read that blocks, then the write that serves it
+                _, read, write = step
+                reader = RawClient(port=port)
+                reader.send_raw(encode_command(*read))
+                wait_for("the read to block", lambda: info(c, "clients")["blocked_clients"] == "1")
+                c.call(*write)
+                reader.read_reply()
+                reader.close()
+            else:
+                c.call(*step)
         c.call("SET", "end", "1")
         deadline = time.monotonic() + 20
         buf = b""
