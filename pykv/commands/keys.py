@@ -326,7 +326,8 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
     else:
         db.set_expire(key, when)
         _event(c, "g", b"expire", key)
-        c.propagate_as([b"PEXPIREAT", key, b"%d" % when])  # absolute: replays the same
+        if basetime or seconds:  # absolute: replays the same; NX/XX/GT/LT kept, as Redis
+            c.propagate_as([b"PEXPIREAT", key, b"%d" % when, *argv[3:]])
     return 1
 
 

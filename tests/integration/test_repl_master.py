@@ -476,6 +476,35 @@ _STREAM_STEPS = [
      ["XADD", "st", "10-1", "z", "1"]),
     ("blocked", ["XREADGROUP", "GROUP", "g", "blk2", "NOACK", "BLOCK", "0", "STREAMS", "st", ">"],
      ["XADD", "st", "10-2", "z", "1"]),
+    # other families: a random choice, a served blocked pop, an option kept (7.0.15's output)
+    ["SADD", "s3", "a", "b", "c", "d", "e"],
+    ["SPOP", "s3", "1"],
+    ["SPOP", "s3", "2"],
+    ["SPOP", "s3", "10"],
+    ["SADD", "s4", *[str(i) for i in range(20)]],
+    ["SPOP", "s4", "15"],
+    ["ZADD", "z1", "1", "a", "2", "b", "3", "c", "4", "d"],
+    ["BZPOPMIN", "z1", "0"],
+    ["BZPOPMAX", "z1", "0"],
+    ["BZMPOP", "0", "1", "z1", "MIN", "COUNT", "5"],
+    ["ZADD", "z2", "1", "a", "2", "b", "3", "c", "4", "d"],
+    ["ZMPOP", "1", "z2", "MAX", "COUNT", "2"],
+    ["ZPOPMIN", "z2", "0"],
+    ("blocked", ["BZPOPMAX", "bz", "0"], ["ZADD", "bz", "1", "a", "2", "b"]),
+    ("blocked", ["BZMPOP", "0", "1", "bz2", "MAX", "COUNT", "2"],
+     ["ZADD", "bz2", "1", "a", "2", "b", "3", "c"]),
+    ("blocked", ["BZMPOP", "0", "1", "bz3", "MIN"], ["ZADD", "bz3", "1", "a", "2", "b"]),
+    ("blocked", ["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"], ["RPUSH", "src", "v"]),
+    ("blocked", ["BLMPOP", "0", "1", "bm", "LEFT", "COUNT", "2"], ["RPUSH", "bm", "a", "b", "c"]),
+    ["SET", "x5", "1", "EX", "100"],
+    ["EXPIRE", "x5", "200", "GT"],
+    ["PEXPIRE", "x5", "300000", "XX"],
+    ["pexpireat", "x5", "99999999999999", "lt"],
+    ["EXPIREAT", "x5", "1", "NX"],
+    ["SET", "g1", "v"],
+    ["GETEX", "g1", "EX", "100"],
+    ["GETEX", "g1", "PERSIST"],
+    ["GETEX", "g1", "PXAT", "1"],
     ["LPOP", "nothing"],
     ["FLUSHDB"],
 ]
@@ -518,6 +547,8 @@ def _cli_stream(port: int) -> list[str]:
         proc.terminate()
         proc.communicate(timeout=10)
     start = next(i for i, line in enumerate(lines) if "Logging commands" in line) + 1
+    lines = [re.sub(r'^("srem","[^"]+"),.*', r"\1,M", line, flags=re.I) for line in lines]
+    lines = [re.sub(r'"1\d{12}"', "N", line) for line in lines]  # times from the clock
     return [re.sub(r'"(pxat|time)","\d+"', r'"\1",N', line.lower()) for line in lines[start:]
             if line.strip() and line.lower() != '"ping"' and "replconf" not in line.lower()]
 
