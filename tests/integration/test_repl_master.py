@@ -412,6 +412,8 @@ def test_redis_cli_rdb_is_a_valid_rdb(pykv_master):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+_HELLO_DUMP = b"\x00\x05hello\n\x00cr\xdfve4 \n"  # DUMP of "hello" by Redis 7.0
+
 _STREAM_STEPS = [
     ["SET", "a", "1"],
     ["SELECT", "2"],
@@ -505,6 +507,10 @@ _STREAM_STEPS = [
     ["GETEX", "g1", "EX", "100"],
     ["GETEX", "g1", "PERSIST"],
     ["GETEX", "g1", "PXAT", "1"],
+    ["RESTORE", "r1", "0", _HELLO_DUMP],
+    ["RESTORE", "r2", "5000", _HELLO_DUMP],  # a relative TTL goes out as ABSTTL
+    ["RESTORE", "r1", "0", _HELLO_DUMP, "REPLACE"],
+    ["RESTORE", "r3", "1", _HELLO_DUMP, "ABSTTL"],  # already expired: nothing to log
     ["LPOP", "nothing"],
     ["FLUSHDB"],
 ]
