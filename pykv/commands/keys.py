@@ -322,7 +322,7 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
     if when <= c.server.clock.ms and getattr(c.server, "master_link", None) is None:
         db.delete(key)  # already expired (never on a replica: its master's DEL follows)
         _event(c, "g", b"del", key)
-        c.propagate_as([b"DEL", key])
+        c.propagate_as([b"UNLINK" if c.server.config.lazyfree_lazy_expire else b"DEL", key])
     else:
         db.set_expire(key, when)
         _event(c, "g", b"expire", key)

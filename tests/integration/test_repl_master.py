@@ -503,6 +503,10 @@ _STREAM_STEPS = [
     ["PEXPIRE", "x5", "300000", "XX"],
     ["pexpireat", "x5", "99999999999999", "lt"],
     ["EXPIREAT", "x5", "1", "NX"],
+    ["SET", "x6", "1"],
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "yes"],
+    ["EXPIRE", "x6", "-1"],  # logged as UNLINK now
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "no"],
     ["SET", "g1", "v"],
     ["GETEX", "g1", "EX", "100"],
     ["GETEX", "g1", "PERSIST"],
