@@ -322,11 +322,12 @@ def _expire_generic(c: Any, argv: list[bytes], basetime: int, seconds: bool) -> 
     if when <= c.server.clock.ms and getattr(c.server, "master_link", None) is None:
         db.delete(key)  # already expired (never on a replica: its master's DEL follows)
         _event(c, "g", b"del", key)
-        c.propagate_as([b"DEL", key])
+        c.propagate_as([b"UNLINK" if c.server.config.lazyfree_lazy_expire else b"DEL", key])
     else:
         db.set_expire(key, when)
         _event(c, "g", b"expire", key)
-        c.propagate_as([b"PEXPIREAT", key, b"%d" % when])  # absolute: replays the same
+        if basetime or seconds:  # absolute: replays the same; NX/XX/GT/LT kept, as Redis
+            c.propagate_as([b"PEXPIREAT", key, b"%d" % when, *argv[3:]])
     return 1
 
 

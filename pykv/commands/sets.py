@@ -221,7 +221,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         value._snap = None
         value.version += 1
     db.modified(key)
-    c.propagate_as([b"SREM", key, *popped])
+    c.propagate_as(*[[b"SREM", key, m] for m in popped])  # one SREM each, as Redis 7.0
     return RespSet(popped)
 
 

@@ -271,6 +271,12 @@ def _create_consumer(c: Any, group: Group, name: bytes, key: bytes,
     return consumer
 
 
+def _claim_effect(key: bytes, group: Group, sid: StreamID, nack: Nack) -> list[bytes]:
+    """``streamPropagateXCLAIM``: the XCLAIM that recreates the entry, with the group's
+    last delivered ID, so a replica's group advances with it."""
+    return claim_command(key, group, sid, nack) + [b"LASTID", format_id(group.last_id)]
+
+
 def _lookup_or_create_consumer(c: Any, group: Group, name: bytes, key: bytes,
                                effects: list | None = None) -> Consumer:
     consumer = group.consumers.get(name)
@@ -514,16 +520,16 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
                     nack.delivery_count = 1
                 consumer.pel[sid] = nack
                 if effects is not None:
-                    effects.append(claim_command(key, group, sid, nack))
+                    effects.append(_claim_effect(key, group, sid, nack))
         out.append(_entry(sid, flat))
-    if group is not None and out and effects is not None:
+    if noack and group is not None and out and effects is not None:
         effects.append(setid_command(key, group))
     return out
 
 
-def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer,
-             key: bytes, group: Group, effects: list | None) -> list:
-    """``streamReplyWithRangeFromConsumerPEL``: the consumer's own pending entries."""
+def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer) -> list:
+    """``streamReplyWithRangeFromConsumerPEL``: the consumer's own pending entries. Redis
+    7.0 logs nothing for it, though it bumps their delivery time and count."""
     out: list = []
     now = _now_ms()
     for sid in list(consumer.pel.irange(minimum=start)):
@@ -536,8 +542,6 @@ def _history(s: StreamValue, start: StreamID, count: int, consumer: Consumer,
             nack = consumer.pel[sid]
             nack.delivery_time = now
             nack.delivery_count += 1
-            if effects is not None:
-                effects.append(claim_command(key, group, sid, nack))
             out.append(_entry(sid, flat))
     return out
 
@@ -625,6 +629,7 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
     pairs: list[tuple[bytes, Any]] = []
     # what the AOF logs instead of the read (XCLAIMs, SETID), built only when it is on
     effects: list[list[bytes]] | None = [] if c.server.propagate is not None else None
+    dirty = c.server.dirty
     for n, key in enumerate(keys):
         s = _get_stream(c, key)
         if s is None:
@@ -646,9 +651,10 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
         start = incr_id(gt) or MIN_ID
         consumer = None
         if group is not None:
-            consumer = _lookup_or_create_consumer(c, group, consumername, key, effects)
+            consumer = _lookup_or_create_consumer(c, group, consumername, key,
+                                                  effects if noack else None)
             if history:
-                entries = _history(s, start, count, consumer, key, group, effects)
+                entries = _history(s, start, count, consumer)
             else:
                 entries = _deliver(s, start, count, group, consumer, noack, key, effects)
             c.server.dirty += 1
@@ -656,7 +662,7 @@ def _xread(c: Any, argv: list[bytes], xreadgroup: bool) -> Any:
             entries = _deliver(s, start, count, None, None, False)
         pairs.append((key, entries))
     if xreadgroup and effects is not None:
-        c.propagate_as(*effects)  # never the read itself: replaying it would redeliver
+        _log_effects(c, effects, dirty)  # never the read itself: replaying it would redeliver
     if pairs:
         return _pairs_reply(c, pairs)
     if timeout == -1:
@@ -693,14 +699,35 @@ def _blocked_reader(wanted: dict[bytes, StreamID], count: int, groupname: bytes 
         consumer = None
         effects: list[list[bytes]] = []
         if group is not None:
-            consumer = _lookup_or_create_consumer(c, group, consumername, key, effects)
+            consumer = _lookup_or_create_consumer(c, group, consumername, key,
+                                                  effects if noack else None)
         entries = _deliver(value, start, count, group, consumer, noack, key, effects)
         c.add_reply(_pairs_reply(c, [(key, entries)]))
-        for cmd in effects:
-            c.propagate_now(cmd)
+        _propagate_unit(c, effects)
         return True
 
     return serve
+
+
+def _log_effects(c: Any, effects: list[list[bytes]], dirty: int) -> None:
+    """Log ``effects`` instead of the command, only when it changed something: the
+    override outlives a command that left ``dirty`` alone (it would swallow the next)."""
+    if effects or c.server.dirty != dirty:
+        c.propagate_as(*effects)
+
+
+def _propagate_unit(c: Any, effects: list[list[bytes]]) -> None:
+    """Log a served blocked read's effects, several as one MULTI/EXEC like a command's."""
+    if len(effects) < 2:
+        for cmd in effects:
+            c.propagate_now(cmd)
+        return
+    marks = c.server.begin_effects(c.db_index)
+    try:
+        for cmd in effects:
+            c.propagate_now(cmd)
+    finally:
+        c.server.end_effects(marks)
 
 
 @command("xread")
@@ -988,21 +1015,23 @@ def xclaim(c, argv):
             raise ErrorReply(b"ERR Unrecognized XCLAIM option '" + argv[j] + b"'")
         j += 1
     effects: list[list[bytes]] = []
-    if last_id > group.last_id:
+    dirty = c.server.dirty
+    advanced = last_id > group.last_id  # logged by the XCLAIMs' LASTID, or SETID if none
+    if advanced:
         group.last_id = last_id
         c.server.dirty += 1
-        effects.append(setid_command(key, group))
     if deliverytime == -1 or deliverytime < 0 or deliverytime > now:
         deliverytime = now
     consumer = None
     out = []
     for sid in ids:
         nack = group.pel.get(sid)
-        if s.get(sid) is None:
+        if s.get(sid) is None:  # gone from the stream: dropped, logged as its old XCLAIM
             if nack is not None:
+                effects.append(_claim_effect(key, group, sid, nack))
                 group.ack(sid)
                 c.server.dirty += 1
-                effects.append([b"XACK", key, groupname, format_id(sid)])
+                advanced = False
             continue
         if force and nack is None:
             nack = group.pel[sid] = Nack(None, now, 1)
@@ -1011,7 +1040,7 @@ def xclaim(c, argv):
         if nack.consumer is not None and minidle and now - nack.delivery_time < minidle:
             continue
         if consumer is None:
-            consumer = _lookup_or_create_consumer(c, group, argv[3], key, effects)
+            consumer = _lookup_or_create_consumer(c, group, argv[3], key)
         if nack.consumer is not consumer and nack.consumer is not None:
             nack.consumer.pel.pop(sid, None)
         nack.delivery_time = deliverytime
@@ -1024,8 +1053,11 @@ def xclaim(c, argv):
             nack.consumer = consumer
         out.append(format_id(sid) if justid else _entry(sid, s.get(sid)))
         c.server.dirty += 1
-        effects.append(claim_command(key, group, sid, nack))
-    c.propagate_as(*effects)
+        effects.append(_claim_effect(key, group, sid, nack))
+        advanced = False
+    if advanced:
+        effects.append(setid_command(key, group))
+    _log_effects(c, effects, dirty)
     return out
 
 
@@ -1070,6 +1102,7 @@ def xautoclaim(c, argv):
     pending = iter(list(pel.irange(minimum=start)))
     cursor = MIN_ID
     effects: list[list[bytes]] = []
+    dirty = c.server.dirty
     while True:
         if not attempts or not count:
             cursor = next(pending, MIN_ID)
@@ -1080,16 +1113,16 @@ def xautoclaim(c, argv):
             break
         nack = pel[sid]
         if s.get(sid) is None:
+            effects.append(_claim_effect(key, group, sid, nack))
             group.ack(sid)
             c.server.dirty += 1
-            effects.append([b"XACK", key, groupname, format_id(sid)])
             deleted.append(format_id(sid))
             count -= 1
             continue
         if minidle and now - nack.delivery_time < minidle:
             continue
         if consumer is None:
-            consumer = _lookup_or_create_consumer(c, group, name, key, effects)
+            consumer = _lookup_or_create_consumer(c, group, name, key)
         if nack.consumer is not consumer:
             if nack.consumer is not None:
                 nack.consumer.pel.pop(sid, None)
@@ -1101,8 +1134,8 @@ def xautoclaim(c, argv):
         claimed.append(format_id(sid) if justid else _entry(sid, s.get(sid)))
         count -= 1
         c.server.dirty += 1
-        effects.append(claim_command(key, group, sid, nack))
-    c.propagate_as(*effects)
+        effects.append(_claim_effect(key, group, sid, nack))
+    _log_effects(c, effects, dirty)
     return [format_id(cursor), claimed, deleted]
 
 

@@ -638,6 +638,9 @@ def parse_mpop(argv: list[bytes], numkeys_idx: int) -> tuple[list[bytes], bool, 
     return argv[numkeys_idx + 1:where_idx], where == b"max", (1 if count == -1 else count)
 
 
+_POP_EFFECT = {False: b"ZPOPMIN", True: b"ZPOPMAX"}  # what (B)ZMPOP/BZPOP* are logged as
+
+
 def mpop_reply(key: bytes, items: list) -> list:
     return [key, [[m, s] for s, m in items]]
 
@@ -648,7 +651,9 @@ def zmpop(c, argv):
     found = first_nonempty_zset(c, keys)
     if found is None:
         return NULL_ARRAY
-    return mpop_reply(found[0], pop_items(c, found[0], found[1], count, pop_max))
+    items = pop_items(c, found[0], found[1], count, pop_max)
+    c.propagate_as([_POP_EFFECT[pop_max], found[0], b"%d" % len(items)])
+    return mpop_reply(found[0], items)
 
 
 # -- ZRANDMEMBER --------------------------------------------------------------------------
@@ -932,17 +937,28 @@ def _serve_zpop(pop_max: bool, count: int | None):
     def serve(c: Any, key: bytes, value: Any) -> bool:
         if type(value) is not ZSet or not value.scores:
             return False
-        c.add_reply(_zpop_reply(c, key, value, pop_max, count))
+        c.add_reply(_zpop_reply(c, key, value, pop_max, count, True))
         return True
 
     return serve
 
 
-def _zpop_reply(c: Any, key: bytes, z: ZSet, pop_max: bool, count: int | None) -> list:
+def _zpop_reply(c: Any, key: bytes, z: ZSet, pop_max: bool, count: int | None,
+                served: bool = False) -> list:
+    """Pop for BZPOPMIN/BZPOPMAX/BZMPOP, logged as the non-blocking pop Redis 7.0 logs."""
     if count is None:
         score, member = pop_items(c, key, z, 1, pop_max)[0]
-        return [key, member, score]
-    return mpop_reply(key, pop_items(c, key, z, count, pop_max))
+        effect = [_POP_EFFECT[pop_max], key]
+        reply = [key, member, score]
+    else:
+        items = pop_items(c, key, z, count, pop_max)
+        effect = [_POP_EFFECT[pop_max], key, b"%d" % len(items)]
+        reply = mpop_reply(key, items)
+    if served:
+        c.propagate_now(effect)
+    else:
+        c.propagate_as(effect)
+    return reply
 
 
 def _blocking_zpop(c: Any, keys: list[bytes], pop_max: bool, timeout_arg: bytes,

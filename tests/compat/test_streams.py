@@ -663,7 +663,8 @@ def test_aof_replay_and_rewrite_rebuild_streams(tmp_path):
         c.call("XGROUP", "CREATE", "empty", "g", "$", "MKSTREAM")
         c.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
         c.call("XREADGROUP", "GROUP", "g", "bob", "NOACK", "COUNT", "2", "STREAMS", "s", ">")
-        c.call("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
+        # (no history read, XREADGROUP … 0: Redis 7.0 does not log its delivery-count bumps,
+        # so a replay does not restore them; test_repl_master's replica stream covers it)
         c.call("XCLAIM", "s", "g", "carol", "0", b"0-0", "LASTID", "99999999999999-0")
         first = parse(c.call("XRANGE", "s", "-", "+", "COUNT", "1"))[0][0]
         c.call("XCLAIM", "s", "g", "carol", "0", first)

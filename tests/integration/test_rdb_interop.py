@@ -244,3 +244,28 @@ def test_corrupt_value_in_an_aof_base_stops_start_up_like_redis(workdir):
     args = ("--appendonly", "yes", "--sanitize-dump-payload", "yes")
     assert _start_on(workdir, [REDIS_SERVER], *args)[0] == 1
     assert _start_on(workdir, [sys.executable, "-m", "pykv"], *args)[0] == 1
+
+
+def test_real_redis_is_ready_only_once_its_rdb_is_loaded():
+    """RealRedis must not take a -LOADING reply to PING for readiness (tests then saw a
+    half-loaded dataset): key-load-delay stretches the load over a second, and a small
+    events interval lets the server answer while loading."""
+    first = RealRedis()
+    try:
+        c = RawClient(port=first.port)
+        for i in range(60):
+            c.call("SET", f"k{i}", os.urandom(2048))
+        assert c.call("SAVE") == b"+OK\r\n"
+        workdir = tempfile.mkdtemp(prefix="loading-")
+        shutil.copy(os.path.join(first.dir, "dump.rdb"), workdir)
+    finally:
+        first.stop()
+    slow = RealRedis(["--dir", workdir, "--dbfilename", "dump.rdb", "--key-load-delay", "20000",
+                      "--loading-process-events-interval-bytes", "1024"])
+    try:
+        c = RawClient(port=slow.port)
+        assert c.call("PING") == b"+PONG\r\n"
+        assert c.call("DBSIZE") == b":60\r\n"
+    finally:
+        slow.stop()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -20,7 +20,7 @@ import time
 
 import pytest
 from support.keyspace import key_value
-from support.resp import RawClient, parse
+from support.resp import RawClient, encode_command, parse
 from support.servers import RealRedis, require_redis
 
 from pykv.testing import Server
@@ -412,6 +412,8 @@ def test_redis_cli_rdb_is_a_valid_rdb(pykv_master):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+_HELLO_DUMP = b"\x00\x05hello\n\x00cr\xdfve4 \n"  # DUMP of "hello" by Redis 7.0
+
 _STREAM_STEPS = [
     ["SET", "a", "1"],
     ["SELECT", "2"],
@@ -434,6 +436,85 @@ _STREAM_STEPS = [
     ["EXPIRE", "a", "-1"],
     ["XADD", "st", "1-1", "a", "1"],
     ["XGROUP", "CREATE", "st", "g", "0"],
+    # consumer-group effects (streamPropagateXCLAIM/GroupID/ConsumerCreation in 7.0.15)
+    ["XADD", "st", "1-2", "b", "2"],
+    ["XADD", "st", "1-3", "c", "3"],
+    ["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "st", ">"],
+    ["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "st", ">"],
+    ["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "n1", "NOACK", "STREAMS", "st", "0"],
+    ["XREADGROUP", "GROUP", "g", "n2", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st", "1-4", "d", "4"],
+    ["XREADGROUP", "GROUP", "g", "carol", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st", "1-5", "e", "5"],
+    ["XREADGROUP", "GROUP", "g", "alice", "NOACK", "STREAMS", "st", ">"],
+    ["XADD", "st2", "1-1", "a", "1"],
+    ["XGROUP", "CREATE", "st2", "g", "0"],
+    ["XADD", "st", "1-6", "f", "6"],
+    ["XREADGROUP", "GROUP", "g", "n3", "STREAMS", "st", "st2", ">", ">"],
+    ["XCLAIM", "st", "g", "bob", "0", "1-1"],
+    ["XCLAIM", "st", "g", "newc", "0", "1-2", "JUSTID"],
+    ["XCLAIM", "st", "g", "newc", "0", "1-6", "LASTID", "5-0"],
+    ["XCLAIM", "st", "g", "newc", "0", "9-9", "LASTID", "8-0"],
+    ["XCLAIM", "st", "g", "newc", "0", "9-9", "FORCE"],
+    ["XCLAIM", "st", "g", "newd", "0", "1-1", "IDLE", "5000", "RETRYCOUNT", "7"],
+    ["XAUTOCLAIM", "st", "g", "newe", "0", "0", "COUNT", "1"],
+    ["XAUTOCLAIM", "st", "g", "newe", "0", "0", "JUSTID"],
+    ["XACK", "st", "g", "1-1"],
+    ["XGROUP", "CREATECONSUMER", "st", "g", "erin"],
+    ["XGROUP", "SETID", "st", "g", "1-2", "ENTRIESREAD", "2"],
+    ["XGROUP", "DELCONSUMER", "st", "g", "erin"],
+    ["XDEL", "st", "1-3"],
+    ["XAUTOCLAIM", "st", "g", "dave", "0", "0"],
+    ["XDEL", "st", "1-2"],
+    ["XCLAIM", "st", "g", "dave", "0", "1-2"],
+    ["XDEL", "st", "1-6"],
+    ["XCLAIM", "st", "g", "dave", "0", "1-6", "LASTID", "9-0"],
+    ["EVAL", "redis.call('xreadgroup','group','g','sc','streams','st','0');"
+     " redis.call('xadd','st','7-1','q','1');"
+     " return redis.call('xreadgroup','group','g','sc','noack','streams','st','>')", "1", "st"],
+    ("blocked", ["XREADGROUP", "GROUP", "g", "blk", "BLOCK", "0", "STREAMS", "st", ">"],
+     ["XADD", "st", "10-1", "z", "1"]),
+    ("blocked", ["XREADGROUP", "GROUP", "g", "blk2", "NOACK", "BLOCK", "0", "STREAMS", "st", ">"],
+     ["XADD", "st", "10-2", "z", "1"]),
+    # other families: a random choice, a served blocked pop, an option kept (7.0.15's output)
+    ["SADD", "s3", "a", "b", "c", "d", "e"],
+    ["SPOP", "s3", "1"],
+    ["SPOP", "s3", "2"],
+    ["SPOP", "s3", "10"],
+    ["SADD", "s4", *[str(i) for i in range(20)]],
+    ["SPOP", "s4", "15"],
+    ["ZADD", "z1", "1", "a", "2", "b", "3", "c", "4", "d"],
+    ["BZPOPMIN", "z1", "0"],
+    ["BZPOPMAX", "z1", "0"],
+    ["BZMPOP", "0", "1", "z1", "MIN", "COUNT", "5"],
+    ["ZADD", "z2", "1", "a", "2", "b", "3", "c", "4", "d"],
+    ["ZMPOP", "1", "z2", "MAX", "COUNT", "2"],
+    ["ZPOPMIN", "z2", "0"],
+    ("blocked", ["BZPOPMAX", "bz", "0"], ["ZADD", "bz", "1", "a", "2", "b"]),
+    ("blocked", ["BZMPOP", "0", "1", "bz2", "MAX", "COUNT", "2"],
+     ["ZADD", "bz2", "1", "a", "2", "b", "3", "c"]),
+    ("blocked", ["BZMPOP", "0", "1", "bz3", "MIN"], ["ZADD", "bz3", "1", "a", "2", "b"]),
+    ("blocked", ["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"], ["RPUSH", "src", "v"]),
+    ("blocked", ["BLMPOP", "0", "1", "bm", "LEFT", "COUNT", "2"], ["RPUSH", "bm", "a", "b", "c"]),
+    ["SET", "x5", "1", "EX", "100"],
+    ["EXPIRE", "x5", "200", "GT"],
+    ["PEXPIRE", "x5", "300000", "XX"],
+    ["pexpireat", "x5", "99999999999999", "lt"],
+    ["EXPIREAT", "x5", "1", "NX"],
+    ["SET", "x6", "1"],
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "yes"],
+    ["EXPIRE", "x6", "-1"],  # logged as UNLINK now
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "no"],
+    ["SET", "g1", "v"],
+    ["GETEX", "g1", "EX", "100"],
+    ["GETEX", "g1", "PERSIST"],
+    ["GETEX", "g1", "PXAT", "1"],
+    ["RESTORE", "r1", "0", _HELLO_DUMP],
+    ["RESTORE", "r2", "5000", _HELLO_DUMP],  # a relative TTL goes out as ABSTTL
+    ["RESTORE", "r1", "0", _HELLO_DUMP, "REPLACE"],
+    ["RESTORE", "r3", "1", _HELLO_DUMP, "ABSTTL"],  # already expired: nothing to log
     ["LPOP", "nothing"],
     ["FLUSHDB"],
 ]
@@ -451,7 +532,16 @@ def _cli_stream(port: int) -> list[str]:
         c.send_raw(b"MULTI\r\nSET m 1\r\nSET n 2\r\nEXEC\r\n")
         [c.read_reply() for _ in range(4)]
         for step in _STREAM_STEPS:
-            c.call(*step)
+            if isinstance(step, tuple):  # a read that blocks, then the write that serves it
+                _, read, write = step
+                reader = RawClient(port=port)
+                reader.send_raw(encode_command(*read))
+                wait_for("the read to block", lambda: info(c, "clients")["blocked_clients"] == "1")
+                c.call(*write)
+                reader.read_reply()
+                reader.close()
+            else:
+                c.call(*step)
         c.call("SET", "end", "1")
         deadline = time.monotonic() + 20
         buf = b""
@@ -467,6 +557,8 @@ def _cli_stream(port: int) -> list[str]:
         proc.terminate()
         proc.communicate(timeout=10)
     start = next(i for i, line in enumerate(lines) if "Logging commands" in line) + 1
+    lines = [re.sub(r'^("srem","[^"]+"),.*', r"\1,M", line, flags=re.I) for line in lines]
+    lines = [re.sub(r'"1\d{12}"', "N", line) for line in lines]  # times from the clock
     return [re.sub(r'"(pxat|time)","\d+"', r'"\1",N', line.lower()) for line in lines[start:]
             if line.strip() and line.lower() != '"ping"' and "replconf" not in line.lower()]
 

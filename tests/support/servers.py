@@ -37,16 +37,23 @@ class RealRedis:
              "--enable-debug-command", "yes", *(extra or [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
+        # Ready means the dataset is loaded: PING answers -LOADING while an RDB/AOF loads.
+        # Any other reply counts (-NOAUTH under requirepass, -MASTERDOWN on a stale replica).
+        deadline = time.monotonic() + 30
+        reply = b""
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.proc.returncode}")
             try:
                 c = RawClient(port=self.port)
-                c.call("PING")
+                reply = c.call("PING")
                 c.close()
-                return
+                if not reply.startswith(b"-LOADING"):
+                    return
             except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not start (last PING reply {reply!r})")
 
     def stop(self) -> None:
         self.proc.terminate()
