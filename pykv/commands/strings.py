@@ -111,7 +111,11 @@ def set_(c, argv):
     if len(argv) == 3:
         return _set_plain(c, argv[1], argv[2])
     flags, expire = parse_string_options(argv, 3, True)
-    return set_generic(c, flags, argv[1], argv[2], expire, OK, None)
+    reply = set_generic(c, flags, argv[1], argv[2], expire, OK, None)
+    if flags & GET and expire is None:  # logged without GET, as Redis 7.0
+        c.propagate_as([arg for i, arg in enumerate(argv)
+                        if i < 3 or arg.lower() != b"get"])
+    return reply
 
 
 def _set_plain(c: Any, key: bytes, value: bytes) -> Any:
@@ -246,7 +250,7 @@ def getex(c, argv):
             getattr(c.server, "master_link", None) is None:  # (a replica keeps it)
         db.delete(key)
         _changed(c, "g", b"del", key)
-        c.propagate_as([b"DEL", key])
+        c.propagate_as([b"UNLINK" if c.server.config.lazyfree_lazy_expire else b"DEL", key])
     elif expire is not None:
         db.set_expire(key, when)
         _changed(c, "g", b"expire", key)
@@ -266,6 +270,7 @@ def getdel(c, argv):
         return None
     c.db.delete(key)
     _changed(c, "g", b"del", key)
+    c.propagate_as([b"UNLINK" if c.server.config.lazyfree_lazy_user_del else b"DEL", key])
     return _reply(value)
 
 

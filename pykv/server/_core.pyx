@@ -519,6 +519,8 @@ cdef class ClientCore:
                 else:
                     self.propagate_effects(db_id, argv)
                 self.woff = server.repl_offset
+            elif self.propagate_override is not None:  # asked for, but nothing changed
+                self.propagate_override = None
         finally:
             server.calling -= 1
             if server.lazy_marks is not None and server.calling == 0:

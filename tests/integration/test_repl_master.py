@@ -516,6 +516,21 @@ _STREAM_STEPS = [
     ["RESTORE", "r1", "0", _HELLO_DUMP, "REPLACE"],
     ["RESTORE", "r3", "1", _HELLO_DUMP, "ABSTTL"],  # already expired: nothing to log
     ["LPOP", "nothing"],
+    ["SET", "g2", "v"],
+    ["GETDEL", "g2"],  # logged as DEL (UNLINK under lazyfree-lazy-user-del)
+    ["SET", "g3", "v"],
+    ["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"],
+    ["GETDEL", "g3"],
+    ["CONFIG", "SET", "lazyfree-lazy-user-del", "no"],
+    ["SET", "g4", "v", "GET"],  # logged without GET
+    ["SET", "g4", "w", "XX", "GET", "KEEPTTL"],
+    ["SET", "g4", "x", "GET", "EX", "100"],  # logged as SET ... PXAT
+    ["SET", "g5", "v"],
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "yes"],
+    ["GETEX", "g5", "PXAT", "1"],  # logged as UNLINK now
+    ["CONFIG", "SET", "lazyfree-lazy-expire", "no"],
+    ["SET", "g6", "v", "NX", "GET"],  # changed nothing: nothing logged...
+    ["INCR", "g7"],  # ... and the next write logged as itself
     ["FLUSHDB"],
 ]
 
