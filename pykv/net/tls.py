@@ -91,23 +91,11 @@ def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext
                              "when tls-auth-clients is enabled!")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_SINGLE_DH_USE | ssl.OP_SINGLE_ECDH_USE
-    try:
-        ctx.load_cert_chain(cert, key, password=config.tls_key_file_pass or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise TlsConfigError(f"Failed to load certificate: {cert}: {_reason(exc)}") from None
-    if ca_file or ca_dir:
-        try:
-            ctx.load_verify_locations(cafile=ca_file or None, capath=ca_dir or None)
-        except (OSError, ssl.SSLError) as exc:
-            raise TlsConfigError(f"Failed to configure CA certificate(s) file/directory: "
-                                 f"{_reason(exc)}") from None
+    _load_cert(ctx, cert, key, config.tls_key_file_pass)
+    _load_ca(ctx, ca_file, ca_dir)
     ctx.verify_mode = _VERIFY.get(auth, ssl.CERT_REQUIRED)
     _apply_protocols(ctx, config.tls_protocols)
-    if config.tls_ciphers:
-        try:
-            ctx.set_ciphers(config.tls_ciphers)
-        except ssl.SSLError:
-            raise TlsConfigError(f"Failed to configure ciphers: {config.tls_ciphers}") from None
+    _apply_ciphers(ctx, config.tls_ciphers)
     if config.tls_ciphersuites and not tls_native.set_ciphersuites(ctx, config.tls_ciphersuites):
         raise TlsConfigError(f"Failed to configure ciphersuites: {config.tls_ciphersuites}")
     if config.tls_prefer_server_ciphers:
@@ -134,31 +122,43 @@ def client_tls_context(config: Any) -> ssl.SSLContext:
     cert = config.tls_client_cert_file or config.tls_cert_file
     key = config.tls_client_key_file if config.tls_client_cert_file else config.tls_key_file
     password = (config.tls_client_key_file_pass if config.tls_client_cert_file
-                else config.tls_key_file_pass) or None
+                else config.tls_key_file_pass)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.options |= ssl.OP_NO_COMPRESSION
     if cert:
-        try:
-            ctx.load_cert_chain(cert, key or None, password=password)
-        except (OSError, ssl.SSLError) as exc:
-            raise TlsConfigError(f"Failed to load certificate: {cert}: {_reason(exc)}") \
-                from None
-    ca_file, ca_dir = config.tls_ca_cert_file, config.tls_ca_cert_dir
-    if ca_file or ca_dir:
-        try:
-            ctx.load_verify_locations(cafile=ca_file or None, capath=ca_dir or None)
-        except (OSError, ssl.SSLError) as exc:
-            raise TlsConfigError(f"Failed to configure CA certificate(s) file/directory: "
-                                 f"{_reason(exc)}") from None
+        _load_cert(ctx, cert, key, password)
+    _load_ca(ctx, config.tls_ca_cert_file, config.tls_ca_cert_dir)
     ctx.verify_mode = ssl.CERT_REQUIRED
     _apply_protocols(ctx, config.tls_protocols)
-    if config.tls_ciphers:
-        try:
-            ctx.set_ciphers(config.tls_ciphers)
-        except ssl.SSLError:
-            raise TlsConfigError(f"Failed to configure ciphers: {config.tls_ciphers}") from None
+    _apply_ciphers(ctx, config.tls_ciphers)
     return ctx
+
+
+def _load_cert(ctx: ssl.SSLContext, cert: str, key: str | None, password: str | None) -> None:
+    try:
+        ctx.load_cert_chain(cert, key or None, password=password or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"Failed to load certificate: {cert}: {_reason(exc)}") from None
+
+
+def _load_ca(ctx: ssl.SSLContext, ca_file: str, ca_dir: str) -> None:
+    if not ca_file and not ca_dir:
+        return
+    try:
+        ctx.load_verify_locations(cafile=ca_file or None, capath=ca_dir or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"Failed to configure CA certificate(s) file/directory: "
+                             f"{_reason(exc)}") from None
+
+
+def _apply_ciphers(ctx: ssl.SSLContext, ciphers: str) -> None:
+    if not ciphers:
+        return
+    try:
+        ctx.set_ciphers(ciphers)
+    except ssl.SSLError:
+        raise TlsConfigError(f"Failed to configure ciphers: {ciphers}") from None
 
 
 def _apply_protocols(ctx: ssl.SSLContext, text: str) -> None:
