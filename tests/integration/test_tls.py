@@ -412,3 +412,21 @@ def test_tls_replication_refused_without_a_trusted_master(tmp_path, certs, other
     finally:
         ours.stop()
         real.stop()
+
+
+def test_tls_replication_with_an_unreadable_client_certificate(tmp_path, certs):
+    """A client certificate that cannot be loaded: the link reports it and stays down."""
+    real = RealTlsRedis(_tls_args(certs), str(tmp_path))
+    missing = str(tmp_path / "missing.crt")
+    ours = Server(config={}, extra_args=[
+        "--tls-port", str(free_port()), *_tls_args(certs), "--tls-replication", "yes",
+        "--tls-client-cert-file", missing, "--tls-client-key-file", certs.client_key,
+        "--replicaof", "127.0.0.1", str(real.tls_port)])
+    ours.start()
+    try:
+        _wait_for(lambda: f"Failed to load certificate: {missing}" in ours.log(),
+                  "the link's certificate error")
+        assert ours.client().info("replication")["master_link_status"] == "down"
+    finally:
+        ours.stop()
+        real.stop()
