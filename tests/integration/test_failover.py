@@ -250,7 +250,7 @@ def test_psync_failover_with_another_replid_is_refused_as_redis(masters, replica
 def test_failover_in_cluster_mode_is_refused_as_redis(masters, replicas):
     # the bus port must exist (port + 10000 may not)
     theirs = masters("--cluster-enabled", "yes", "--cluster-port", str(free_port()))
-    ours = replicas({"cluster-enabled": "yes"})
+    ours = replicas({"cluster-enabled": "yes", "cluster-port": free_port()})
 
     def replies(port: int) -> list[bytes]:
         raw = RawClient(port=port)
