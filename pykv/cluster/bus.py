@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pykv.cluster import bus_codec as bc
-from pykv.cluster import nodes_conf
+from pykv.cluster import nodes_conf, ports
+from pykv.cluster.bus_tls import BusTls
 from pykv.cluster.state import (
     STATE_FAIL,
     STATE_OK,
@@ -39,7 +40,7 @@ from pykv.net import cluster_bus
 
 log = logging.getLogger("pykv")
 
-PORT_INCR = 10000
+PORT_INCR = ports.PORT_INCR
 WRITABLE_DELAY_MS = 2000
 MIN_REJOIN_DELAY, MAX_REJOIN_DELAY = 500, 5000
 FAIL_REPORT_VALIDITY_MULT = 2
@@ -86,6 +87,7 @@ class ClusterBus:
         self.state = state
         self.config_file = config_file
         self.listener: cluster_bus.BusListener | None = None
+        self.tls = BusTls(server.config)  # the bus's TLS contexts (tls-cluster yes)
         self.handlers: set[Handler] = set()  # every live link, both directions
         self.todo = 0
         self._todo_scheduled = False
@@ -112,21 +114,23 @@ class ClusterBus:
 
     # -- start / stop ---------------------------------------------------------------------
     def bind(self) -> list:
-        """Bind the bus port (port + 10000, or cluster-port): Redis aborts when it can't."""
+        """Bind the bus port (the client port + 10000, or cluster-port; the client port is
+        tls-port with tls-cluster): Redis aborts when it can't."""
         cfg = self.config
-        if not cfg.cluster_port and cfg.port > 65535 - PORT_INCR:
+        if not cfg.cluster_port and ports.base_port(cfg) > 65535 - PORT_INCR:
             raise ValueError("Redis port number too high. Cluster communication port is "
                              "10,000 port numbers higher than your Redis port. Your Redis "
                              "port number must be 55535 or less.")
-        port = cfg.cluster_port or cfg.port + PORT_INCR
+        port = ports.bus_port(cfg)
         try:
             return cluster_bus.bind(list(cfg.bind), port, int(getattr(cfg, "tcp_backlog", 511)))
         except OSError:
             raise ValueError(f"Failed listening on port {port} (cluster), aborting.") from None
 
-    async def start(self, socks: list) -> None:
+    async def start(self, socks: list, tls: Any = None) -> None:
+        """Serve the bus on ``socks`` (over TLS with the ``tls`` context)."""
         port = socks[0].getsockname()[1] if socks else 0
-        self.listener = await cluster_bus.serve(socks, _frame_length, self._accept, port)
+        self.listener = await cluster_bus.serve(socks, _frame_length, self._accept, port, tls)
         self._schedule_cron()
         self.update_state()
 
@@ -151,16 +155,7 @@ class ClusterBus:
 
     # -- announced address ----------------------------------------------------------------
     def announced_ports(self) -> tuple[int, int, int]:
-        cfg = self.config
-        # no TLS on the bus (tls-cluster is stored only): the plaintext port is the base
-        # port and no pport is announced
-        port, pport = cfg.port, 0
-        cport = cfg.cluster_port or cfg.port + PORT_INCR
-        if cfg.cluster_announce_port:
-            port = cfg.cluster_announce_port
-        if cfg.cluster_announce_bus_port:
-            cport = cfg.cluster_announce_bus_port
-        return port, pport, cport
+        return ports.announced_ports(self.config)
 
     def refresh_myself(self) -> None:
         """Follow the announce-* configs (Redis's clusterUpdateMyselfAnnounced...)."""
@@ -244,8 +239,9 @@ class ClusterBus:
     async def _connect_task(self, node: ClusterNode) -> None:
         try:
             link = await cluster_bus.connect(node.ip, node.cport, _frame_length,
-                                             max(self.node_timeout, 1000) / 1000)
-        except (TimeoutError, OSError) as exc:
+                                             max(self.node_timeout, 1000) / 1000,
+                                             self.tls.link_context())
+        except (TimeoutError, OSError, ValueError) as exc:  # (TlsConfigError: ValueError)
             log.debug("Connection with Node %s at %s:%d failed: %s", node.name, node.ip,
                       node.cport, exc)
             # as Redis on a failed connect: failure detection needs a ping "in flight"

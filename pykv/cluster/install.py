@@ -12,9 +12,11 @@ from typing import Any
 from pykv.cluster import bus_codec as bc
 from pykv.cluster import nodes_conf
 from pykv.cluster.bus import ClusterBus
+from pykv.cluster.bus_tls import CLIENT_SETTINGS
 from pykv.cluster.router import Router
 from pykv.cluster.slot_index import SlotIndex
 from pykv.cluster.state import ClusterNode, ClusterState, random_name
+from pykv.config.runtime import TLS_CONTEXT_SETTINGS
 
 log = logging.getLogger("pykv")
 
@@ -48,6 +50,8 @@ def install(server: Any) -> Router | None:
     bus.deliver_publish = lambda channel, message, shard: (
         server.pubsub.spublish if shard else server.pubsub.publish)(channel, message)
     bus.refresh_myself()
+    for name in (*TLS_CONTEXT_SETTINGS, *CLIENT_SETTINGS):  # new links, new settings
+        cfg.on_change(name, bus.tls.forget)
     router = Router(bus, db0)
     server.startup_hooks.append(lambda: _start(bus))
     server.shutdown_hooks.append(bus.save_config)
@@ -55,9 +59,10 @@ def install(server: Any) -> Router | None:
 
 
 def _start(bus: ClusterBus) -> None:
+    tls = bus.tls.listener_context()  # (tls-cluster yes) a ValueError stops the start-up
     socks = bus.bind()  # a ValueError here stops the start-up with Redis's message
     loop = asyncio.get_running_loop()
-    task = loop.create_task(bus.start(socks))
+    task = loop.create_task(bus.start(socks, tls))
 
     def done(t: asyncio.Task) -> None:
         if not t.cancelled() and t.exception() is not None:

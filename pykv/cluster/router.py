@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykv import errors
+from pykv.cluster import ports
 from pykv.cluster.bus import ClusterBus
 from pykv.cluster.keyslot import key_hash_slot
 from pykv.cluster.state import STATE_OK, ClusterNode
@@ -195,9 +196,9 @@ class Router:
         if code == "unbound":
             return errors.CLUSTERDOWN_UNBOUND
         assert node is not None
-        # the bus has no TLS (tls-cluster is stored only): the base port is the one to use
+        port = ports.client_port(node, ports.wants_pport(self.config, client))
         return errors.cluster_redirect("ASK" if code == "ask" else "MOVED", slot,
-                                       self.endpoint(node), node.port)
+                                       self.endpoint(node), port)
 
     def link_count(self) -> int:
         """Open bus links, both directions (INFO's cluster_connections)."""

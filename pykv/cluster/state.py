@@ -200,9 +200,10 @@ class ClusterState:
         return [n for n in self.nodes.values() if n.is_master and n.numslots]
 
     # -- CLUSTER NODES / nodes.conf -----------------------------------------------------
-    def describe(self, node: ClusterNode, tls_port: bool = False) -> str:
-        """Redis's clusterGenNodeDescription: one CLUSTER NODES line (no newline)."""
-        port = node.pport if tls_port and node.pport else node.port
+    def describe(self, node: ClusterNode, use_pport: bool = False) -> str:
+        """Redis's clusterGenNodeDescription: one CLUSTER NODES line (no newline); with
+        ``use_pport`` (a client not on TLS in a TLS cluster) the plaintext port."""
+        port = node.pport if use_pport and node.pport else node.port
         addr = f"{node.ip}:{port}@{node.cport}"
         if node.hostname:
             addr += f",{node.hostname}"
@@ -220,11 +221,11 @@ class ClusterState:
                 parts.append(f"[{slot}-<-{source.name}]")
         return " ".join(parts)
 
-    def describe_all(self, skip_handshake: bool = False) -> str:
+    def describe_all(self, skip_handshake: bool = False, use_pport: bool = False) -> str:
         """Every node's line, each ending with a newline (CLUSTER NODES' body)."""
         lines = []
         for node in self.nodes.values():
             if skip_handshake and node.in_handshake:
                 continue
-            lines.append(self.describe(node) + "\n")
+            lines.append(self.describe(node, use_pport) + "\n")
         return "".join(lines)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pykv import errors
 from pykv.cluster import bus as busmod
-from pykv.cluster import nodes_conf
+from pykv.cluster import nodes_conf, ports
 from pykv.cluster.keyslot import CLUSTER_SLOTS, key_hash_slot
 from pykv.cluster.state import STATE_OK, ClusterNode, random_name, slot_ranges
 from pykv.commands.args import to_int
@@ -113,7 +113,8 @@ def _myid(c, bus, argv):
 
 
 def _nodes(c, bus, argv):
-    return Verbatim(bus.state.describe_all().encode(), b"txt")
+    use_pport = ports.wants_pport(c.server.config, c)
+    return Verbatim(bus.state.describe_all(use_pport=use_pport).encode(), b"txt")
 
 
 def _node_entry(c, router, node: ClusterNode) -> list:
@@ -125,7 +126,7 @@ def _node_entry(c, router, node: ClusterNode) -> list:
         endpoint = (node.hostname or "?").encode()
     else:
         endpoint = None
-    port = node.port  # (tls-cluster is stored only: no TLS port to choose)
+    port = ports.client_port(node, ports.wants_pport(c.server.config, c))
     extra = {}
     if kind != "ip":
         extra[b"ip"] = node.ip.encode()
@@ -150,8 +151,13 @@ def _slots(c, bus, argv):
 
 def _shard_node(c, bus, node: ClusterNode) -> dict:
     info: dict = {b"id": node.name.encode()}
-    if node.port:  # a plaintext port (tls-cluster is stored only)
-        info[b"port"] = node.port
+    # tls-cluster says whether a node's port is its TLS port (then pport is the plain one)
+    tls_cluster = c.server.config.tls_cluster
+    plaintext_port = node.pport if tls_cluster else node.port
+    if plaintext_port:
+        info[b"port"] = plaintext_port
+    if tls_cluster and node.port:
+        info[b"tls-port"] = node.port
     info[b"ip"] = node.ip.encode()
     info[b"endpoint"] = c.server.cluster.endpoint(node).encode()
     if node.hostname:

@@ -6,11 +6,16 @@ bytes and says how long the message is. Whole messages go to the link's handler
 (``on_message(bytes)``); a bad header or a message over ``max_message`` calls
 ``on_bad_frame(reason)`` and closes the link, as Redis frees a link on a bad length or
 signature. The transport never looks inside a message.
+
+With ``tls-cluster yes`` both directions run over TLS: ``serve`` and ``connect`` take the
+``ssl.SSLContext`` to use (the event loop's TLS transport does the handshake, and a link
+reaches the cluster layer only once it succeeded).
 """
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -122,8 +127,10 @@ def bind(binds: list[str], port: int, backlog: int = 511) -> list[socket.socket]
 
 
 async def serve(socks: list[socket.socket], frame_length: Callable[[bytes], int],
-                on_accept: Callable[[BusLink], None], port: int) -> BusListener:
-    """Accept links on ``socks``; ``on_accept(link)`` installs each link's handler."""
+                on_accept: Callable[[BusLink], None], port: int,
+                tls: ssl.SSLContext | None = None) -> BusListener:
+    """Accept links on ``socks`` (over TLS with ``tls``); ``on_accept(link)`` installs each
+    link's handler."""
     loop = asyncio.get_running_loop()
     servers = []
 
@@ -134,7 +141,7 @@ async def serve(socks: list[socket.socket], frame_length: Callable[[bytes], int]
 
     try:
         for sock in socks:
-            servers.append(await loop.create_server(factory, sock=sock))
+            servers.append(await loop.create_server(factory, sock=sock, ssl=tls))
     except Exception:
         for srv in servers:
             srv.close()
@@ -143,11 +150,13 @@ async def serve(socks: list[socket.socket], frame_length: Callable[[bytes], int]
 
 
 async def connect(ip: str, port: int, frame_length: Callable[[bytes], int],
-                  timeout: float) -> BusLink:
-    """An outgoing link to ``ip:port`` (raises OSError / TimeoutError on failure)."""
+                  timeout: float, tls: ssl.SSLContext | None = None) -> BusLink:
+    """An outgoing link to ``ip:port``, over TLS with ``tls`` (raises OSError, including
+    ssl.SSLError, or TimeoutError on failure)."""
     loop = asyncio.get_running_loop()
     _transport, link = await asyncio.wait_for(
-        loop.create_connection(lambda: BusLink(frame_length, inbound=False), ip, port),
+        loop.create_connection(lambda: BusLink(frame_length, inbound=False), ip, port,
+                               ssl=tls, server_hostname="" if tls is not None else None),
         timeout)
     return link
 

@@ -113,9 +113,18 @@ def tls_context(config: Any, spec: ListenerSpec | None = None) -> ssl.SSLContext
     return ctx
 
 
+def cluster_tls_context(config: Any) -> ssl.SSLContext:
+    """The context of the cluster bus listener with ``tls-cluster yes``: the server
+    context, but a peer node must always show a certificate the CAs trust, whatever
+    ``tls-auth-clients`` says (Redis accepts bus links with ``TLS_CLIENT_AUTH_YES``)."""
+    ctx = tls_context(config)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
 def client_tls_context(config: Any) -> ssl.SSLContext:
     """The context of this server's outgoing TLS links (a replica's link with
-    ``tls-replication yes``), as Redis builds its client context: the certificate from
+    ``tls-replication yes``, the cluster bus links with ``tls-cluster yes``), as Redis builds its client context: the certificate from
     ``tls-client-cert-file``/``tls-client-key-file`` (``tls-cert-file``/``tls-key-file``
     when those are unset), the peer verified against ``tls-ca-cert-file``/``-dir`` without
     a host name check, the same protocols and ciphers; raises TlsConfigError."""

@@ -6,7 +6,6 @@ redis-cli and redis-py replies, handshake failures, CONFIG SET errors, a certifi
 """
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
 import subprocess
@@ -17,21 +16,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 from support.servers import REDIS_SERVER
+from support.tls_certs import needs_openssl
 
 from pykv.testing import Server, ServerError, free_port
-from pykv.testing.certs import TestCerts, make_certs
+from pykv.testing.certs import TestCerts
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TestCerts:
-    return make_certs(str(tmp_path_factory.mktemp("tls")))
-
-
-@pytest.fixture(scope="module")
-def other_certs(tmp_path_factory) -> TestCerts:
-    return make_certs(str(tmp_path_factory.mktemp("tls-other")), ca_name="another CA")
+pytestmark = needs_openssl
 
 
 def _tls_args(certs: TestCerts, auth: str = "yes") -> list[str]:
