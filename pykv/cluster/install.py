@@ -50,8 +50,8 @@ def install(server: Any) -> Router | None:
     bus.deliver_publish = lambda channel, message, shard: (
         server.pubsub.spublish if shard else server.pubsub.publish)(channel, message)
     bus.refresh_myself()
-    for name in (*TLS_CONTEXT_SETTINGS, *CLIENT_SETTINGS):  # new links, new settings
-        cfg.on_change(name, bus.tls.forget)
+    for name in (*TLS_CONTEXT_SETTINGS, *CLIENT_SETTINGS, "tls-cluster"):
+        cfg.on_change(name, lambda _value: _tls_changed(bus))
     router = Router(bus, db0)
     server.startup_hooks.append(lambda: _start(bus))
     server.shutdown_hooks.append(bus.save_config)
@@ -69,6 +69,19 @@ def _start(bus: ClusterBus) -> None:
             log.warning("Could not open the cluster bus port: %s", t.exception())
 
     task.add_done_callback(done)
+
+
+def _tls_changed(bus: ClusterBus) -> None:
+    """CONFIG SET tls-cluster or a tls-* setting: new bus links (both directions) use the
+    new settings, plain or TLS; the links already open stay as they are, as in Redis."""
+    bus.tls.forget()
+    if bus.listener is None:
+        return
+    try:
+        ctx = bus.tls.listener_context()
+    except ValueError:  # logged; CONFIG SET of a tls-* setting refuses it too
+        return
+    asyncio.get_running_loop().create_task(bus.listener.reload(ctx))
 
 
 def _del_keys_in_slot(server: Any, slot: int) -> int:

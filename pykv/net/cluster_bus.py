@@ -112,13 +112,42 @@ class BusLink(asyncio.Protocol):
 
 
 class BusListener:
-    def __init__(self, servers: list[asyncio.AbstractServer], port: int) -> None:
-        self.servers = servers
+    """The bus port's sockets, served plain or over TLS; ``reload`` serves new links with
+    another context (None: plain) while the links already open keep theirs."""
+
+    def __init__(self, socks: list[socket.socket], factory: Callable[[], BusLink],
+                 port: int) -> None:
+        self.socks = socks
+        self.factory = factory
         self.port = port
+        self.servers: list[asyncio.AbstractServer] = []
+
+    async def serve(self, tls: ssl.SSLContext | None) -> None:
+        loop = asyncio.get_running_loop()
+        servers = []
+        try:
+            for sock in self.socks:  # the server owns (and closes) a duplicate
+                servers.append(await loop.create_server(self.factory, sock=sock.dup(),
+                                                        ssl=tls))
+        except Exception:
+            for srv in servers:
+                srv.close()
+            raise
+        old, self.servers = self.servers, servers
+        for srv in old:
+            srv.close()
+
+    async def reload(self, tls: ssl.SSLContext | None) -> None:
+        if self.socks:
+            await self.serve(tls)
 
     def close(self) -> None:
         for srv in self.servers:
             srv.close()
+        self.servers = []
+        for sock in self.socks:
+            sock.close()
+        self.socks = []
 
 
 def bind(binds: list[str], port: int, backlog: int = 511) -> list[socket.socket]:
@@ -131,22 +160,18 @@ async def serve(socks: list[socket.socket], frame_length: Callable[[bytes], int]
                 tls: ssl.SSLContext | None = None) -> BusListener:
     """Accept links on ``socks`` (over TLS with ``tls``); ``on_accept(link)`` installs each
     link's handler."""
-    loop = asyncio.get_running_loop()
-    servers = []
-
     def factory() -> BusLink:
         link = BusLink(frame_length, inbound=True)
         link.on_made = on_accept
         return link
 
+    listener = BusListener(socks, factory, port)
     try:
-        for sock in socks:
-            servers.append(await loop.create_server(factory, sock=sock, ssl=tls))
+        await listener.serve(tls)
     except Exception:
-        for srv in servers:
-            srv.close()
+        listener.close()
         raise
-    return BusListener(servers, port)
+    return listener
 
 
 async def connect(ip: str, port: int, frame_length: Callable[[bytes], int],

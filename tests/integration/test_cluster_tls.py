@@ -223,3 +223,29 @@ def test_bus_port_follows_the_tls_port(tmp_path, certs):
     finally:
         server.stop()
     assert "Redis port number too high" in text
+
+
+def test_tls_cluster_switched_on_at_runtime(certs):
+    """CONFIG SET tls-cluster yes (modifiable in Redis 7.0): new bus links are TLS and the
+    node announces its TLS port from then on; a redis-server TLS node can then meet it."""
+    ours = pykv_node(certs, **{"tls-cluster": "no"})
+    real = redis_node(certs)
+    try:
+        with ours.client() as c:
+            assert c.config_set("tls-cluster", "yes")
+        with real.client() as c:
+            c.execute_command("CLUSTER", "MEET", "127.0.0.1", ours.tls_port, ours.cport)
+        wait_for(lambda: cluster_info(ours)["cluster_known_nodes"] == "2" and
+                 cluster_info(real)["cluster_known_nodes"] == "2", 20, "the nodes to meet")
+        name = myid(ours)
+        wait_for(lambda: _lines(tls_cli(certs, real.tls_port, "CLUSTER", "NODES")).get(name)
+                 == f"127.0.0.1:{ours.tls_port}@{ours.cport}", 10, "the announced TLS port")
+
+        def links() -> int:
+            with real.client() as c:
+                return len(c.execute_command("CLUSTER", "LINKS"))
+
+        wait_for(lambda: links() == 2, 10, "a TLS link each way")
+    finally:
+        ours.stop()
+        real.stop()
