@@ -53,6 +53,8 @@ SELECT_IN_CLUSTER = ErrorReply(b"ERR SELECT is not allowed in cluster mode")
 SWAPDB_IN_CLUSTER = ErrorReply(b"ERR SWAPDB is not allowed in cluster mode")
 # redis.call refused in cluster mode (texts; the script layer adds " script: ..., on ...")
 SCRIPT_NON_LOCAL_KEY = b"ERR Script attempted to access a non local key in a cluster node"
+SCRIPT_CROSS_SLOT = b"ERR Script attempted to access keys that do not hash to the same slot"
+SCRIPT_NO_CLUSTER = ErrorReply(b"ERR Can not run script on cluster, 'no-cluster' flag is set.")
 SCRIPT_CLUSTER_DOWN = b"ERR Script attempted to execute a command while the cluster is down"
 SCRIPT_CLUSTER_DOWN_RO = (b"ERR Script attempted to execute a write command while the "
                           b"cluster is down and readonly")

@@ -17,6 +17,7 @@ from pykv.cluster.bus import ClusterBus
 from pykv.cluster.keyslot import key_hash_slot
 from pykv.cluster.state import STATE_OK, ClusterNode
 from pykv.protocol import ErrorReply
+from pykv.scripting.engine import SLOT_ANY
 from pykv.server.keyspecs import find_keys
 
 _SHARD_PUBSUB = frozenset({"ssubscribe", "sunsubscribe", "spublish"})
@@ -94,16 +95,23 @@ class Router:
             return None
         return self.redirect_error(client, node, slot, code)
 
-    def script_check(self, caller: Any, cmd: Any, argv: list[bytes]) -> bytes | None:
+    def script_check(self, caller: Any, cmd: Any, argv: list[bytes], ctx: Any) -> bytes | None:
         """scriptVerifyClusterState: a command a script runs must be served here (keys it
-        did not declare included); the error text for redis.call, or None. (The
-        same-slot check for undeclared keys, which ``allow-cross-slot-keys`` lifts, is not
-        done yet.)"""
+        did not declare included), and its keys must hash to the script's one slot
+        (``ctx.slot``: the declared keys' slot, else the first one used) unless the
+        script may cross slots (``allow-cross-slot-keys``, EVAL without a shebang); the
+        error text for redis.call, or None."""
         if caller.replaying or not _has_keys(cmd):
             return None
         asking = getattr(caller, "cluster_asking", 0) != 0
-        node, _slot, code = self.node_by_query(caller, cmd, argv, asking)
+        node, slot, code = self.node_by_query(caller, cmd, argv, asking)
         if node is self.state.myself and code is None:
+            if slot < 0 or ctx.slot == SLOT_ANY:
+                return None
+            if ctx.slot == -1:
+                ctx.slot = slot
+            elif ctx.slot != slot:
+                return errors.SCRIPT_CROSS_SLOT
             return None
         if code == "down_ro":
             return errors.SCRIPT_CLUSTER_DOWN_RO
@@ -117,7 +125,7 @@ class Router:
         me = state.myself
         if cmd.fullname == "exec":
             if client.multi is None:
-                return me, 0, None
+                return me, -1, None
             commands = client.multi
         else:
             commands = [(cmd, argv)]
@@ -146,8 +154,8 @@ class Router:
                 if (migrating or importing) and not is_shard_pubsub and \
                         self.db0.get(key, touch=False) is None:
                     missing += 1
-        if node is None:
-            return me, 0, None
+        if node is None:  # no keys: no slot
+            return me, -1, None
         if state.state != STATE_OK:
             cfg = self.config
             if is_shard_pubsub:

@@ -14,6 +14,7 @@ from pykv import errors
 from pykv.commands.args import to_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
+from pykv.commands.script_cluster import cluster_refusal
 from pykv.protocol import OK, ErrorReply, RespSet, SimpleString
 from pykv.scripting.engine import RunContext, get_engine
 from pykv.scripting.functions import FunctionError, Library, get_store
@@ -85,10 +86,14 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
         return TOO_MANY_KEYS
     if numkeys < 0:
         return NEGATIVE_KEYS
+    ctx = RunContext(c, fn.name, fn.no_writes, True, argv[0].lower())
+    err = cluster_refusal(c, ctx, "no-cluster" in fn.flags, "allow-cross-slot-keys" in fn.flags,
+                          numkeys, argv)  # first of scriptPrepareForRun's checks
+    if err is not None:
+        return err
     if read_only_cmd and not fn.no_writes:
         return WRITE_FLAG_WITH_RO
     engine = get_engine(c.server)
-    ctx = RunContext(c, fn.name, fn.no_writes, True, argv[0].lower())
     ctx.argv = argv  # FUNCTION STATS shows the running command line
     return engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
 

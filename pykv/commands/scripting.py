@@ -11,6 +11,7 @@ from pykv import errors
 from pykv.commands import info
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
+from pykv.commands.script_cluster import cluster_refusal
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.scripting.engine import RunContext, get_engine
 
@@ -21,6 +22,7 @@ UNKILLABLE = ErrorReply(
     b"SHUTDOWN NOSAVE command.")
 _SHEBANG_FLAGS = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
                   b"allow-cross-slot-keys")
+_CROSS_SLOT_ONLY = frozenset((b"allow-cross-slot-keys",))
 
 
 def numkeys_arg(argv: list[bytes], start: int) -> int:
@@ -94,6 +96,13 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         if err is not None:
             return err
     ctx = RunContext(c, sha, read_only or entry[2], False, name)
+    if server.cluster is not None:
+        shebang = parse_shebang(entry[0])  # None: no flags, any slot (EVAL before 7.0)
+        flags = shebang[0] if shebang is not None else _CROSS_SLOT_ONLY
+        err = cluster_refusal(c, ctx, b"no-cluster" in flags,
+                              b"allow-cross-slot-keys" in flags, numkeys, argv)
+        if err is not None:
+            return err
     return engine.run(ctx, entry[1], numkeys, argv[3:])
 
 

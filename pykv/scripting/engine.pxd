@@ -8,7 +8,7 @@ cpdef tuple reply_to_lua(object reply, int lua_resp)
 cdef class RunContext:
     cdef public object caller, name, command, busy_error, argv
     cdef public bint read_only, is_function, wrote, killed, drop_reply
-    cdef public int lua_resp
+    cdef public int lua_resp, slot
     cdef public double start
 
 

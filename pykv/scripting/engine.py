@@ -88,12 +88,15 @@ class ScriptClient(Client):
         pass
 
 
+SLOT_ANY = -2
+
+
 class RunContext:
     """One running script or function: who called, what it may do, how it is going."""
 
     # (compiled, the fields are declared in engine.pxd)
     __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
-                 "killed", "start", "busy_error", "argv", "drop_reply")
+                 "killed", "start", "busy_error", "argv", "drop_reply", "slot")
 
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
@@ -109,6 +112,9 @@ class RunContext:
         self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
         self.argv = None  # FCALL's command line, for FUNCTION STATS
         self.drop_reply = False  # the server goes down after it: no reply, close the caller
+        # cluster mode: the one slot its keys must hash to (-1: not known yet, SLOT_ANY: no
+        # such rule, as with allow-cross-slot-keys or an EVAL without a shebang)
+        self.slot = SLOT_ANY
 
     def abort_for_shutdown(self) -> None:
         """SHUTDOWN NOSAVE while this script is busy: end it at its next hook; its caller
@@ -412,7 +418,7 @@ class Engine:
         if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
             return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
         if server.cluster is not None and caller is not None:  # scriptVerifyClusterState
-            refused = server.cluster.script_check(caller, cmd, argv)
+            refused = server.cluster.script_check(caller, cmd, argv, ctx)
             if refused is not None:
                 return TAG_ERROR, refused
         if cmd.is_write:

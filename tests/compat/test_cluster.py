@@ -236,3 +236,57 @@ def test_keys_in_slot_order_and_counts(cdiff):
     cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "100")
     cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "3")
     cdiff("CLUSTER", "GETKEYSINSLOT", "15891", "0")
+
+
+_CROSS = "redis.call('set', 'a', '1') return redis.call('set', 'b', '2')"  # two slots
+_LIB = "\n".join([
+    "#!lua name=flagslib",
+    "redis.register_function{function_name='nc', callback=function() return 1 end, "
+    "flags={'no-cluster'}}",
+    "redis.register_function{function_name='nc_ro', callback=function() return 1 end, "
+    "flags={'no-cluster', 'no-writes'}}",
+    f"redis.register_function{{function_name='cross', callback=function() {_CROSS} end}}",
+    f"redis.register_function{{function_name='cross_ok', callback=function() {_CROSS} end, "
+    "flags={'allow-cross-slot-keys'}}",
+    "redis.register_function{function_name='tagged', callback=function(keys) "
+    "redis.call('set', keys[1], '1') return redis.call('get', '{' .. keys[1] .. '}x') end}",
+])
+
+
+@pytest.mark.parametrize("cmd", [
+    ("EVAL", "#!lua flags=no-cluster\nreturn 1", "0"),
+    ("EVAL", "#!lua flags=no-cluster,no-writes\nreturn 1", "0"),
+    ("EVAL_RO", "#!lua flags=no-cluster\nreturn 1", "0"),
+    ("EVAL", "#!lua flags=no-cluster\nreturn 1", "2", "a", "b"),  # CROSSSLOT comes first
+    ("EVAL", "#!lua flags=no-cluster\nreturn redis.call('get', KEYS[1])", "1", "a"),
+    ("EVAL", f"#!lua\n{_CROSS}", "0"),
+    ("EVAL", f"#!lua\n{_CROSS}", "1", "a"),
+    ("EVAL", f"#!lua\n{_CROSS}", "1", "b"),
+    ("EVAL", f"#!lua\n{_CROSS}", "1", "c"),
+    ("EVAL", "#!lua\nredis.call('set', 'a', '1') return redis.pcall('get', 'b')", "0"),
+    ("EVAL", "#!lua\nreturn redis.call('get', '{a}x')", "1", "a"),
+    ("EVAL", "#!lua\nredis.call('ping') return redis.call('get', 'b')", "1", "b"),
+    ("EVAL", f"#!lua flags=allow-cross-slot-keys\n{_CROSS}", "0"),
+    ("EVAL", f"#!lua flags=allow-cross-slot-keys\n{_CROSS}", "1", "c"),
+    ("EVAL", f"#!lua flags=allow-cross-slot-keys\n{_CROSS}", "2", "a", "b"),
+    ("EVAL", "#!lua flags=allow-cross-slot-keys\nreturn redis.call('mset', 'a', 1, 'b', 2)",
+     "0"),
+    ("EVAL", _CROSS, "0"),  # no shebang: any slot of this node, as before 7.0
+    ("EVAL", _CROSS, "1", "c"),
+    ("FCALL", "nc", "0"),
+    ("FCALL_RO", "nc", "0"),
+    ("FCALL_RO", "nc_ro", "0"),
+    ("FCALL", "cross", "0"),
+    ("FCALL", "cross", "1", "a"),
+    ("FCALL", "cross_ok", "0"),
+    ("FCALL", "cross_ok", "1", "c"),
+    ("FCALL", "tagged", "1", "k"),
+])
+def test_script_flags_in_cluster_mode(cdiff, cmd):
+    """no-cluster refuses the script; without allow-cross-slot-keys its keys stay in one
+    slot (the declared keys' slot, else the first key used), as Redis 7.0."""
+    cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    cdiff("FUNCTION", "LOAD", "REPLACE", _LIB)
+    cdiff(*cmd)
+    cdiff("MGET", "a")
+    cdiff("MGET", "b")
