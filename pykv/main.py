@@ -55,7 +55,11 @@ def _exit_now(code: int) -> None:
 
 async def run_server(config: Config, supervisor: supervision.Supervisor | None = None,
                      loop_name: str = "asyncio", background: bool = False) -> int:
-    server = build_server(config)
+    try:
+        server = build_server(config)
+    except ValueError as exc:  # e.g. nodes.conf locked by another node: Redis exits 1
+        log.warning("%s", exc)
+        return 1
     server.supervisor = supervisor
     signals.install(asyncio.get_running_loop(), server)
     # a file-size limit (ulimit -f) must fail the write with EFBIG, not kill the server:

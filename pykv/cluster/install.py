@@ -41,6 +41,7 @@ def install(server: Any) -> Router | None:
         return None
     path = os.path.join(cfg.dir, cfg.cluster_config_file) \
         if not os.path.isabs(cfg.cluster_config_file) else cfg.cluster_config_file
+    nodes_conf.lock(path, cfg.cluster_config_file)  # NodesConfError: a second node on it
     state = load_state(path)
     bus = ClusterBus(server, state, path)
     db0 = server.dbs[0]

@@ -7,9 +7,18 @@ The file is CLUSTER NODES (without nodes in handshake) plus a last line
 ``vars currentEpoch N lastVoteEpoch M``. Loading it is clusterLoadConfig: a node line's
 address is ``ip:port@cport[,hostname]``, its slots are ranges, single slots, and (on the
 ``myself`` line) ``[slot->-name]`` migrating / ``[slot-<-name]`` importing entries.
+
+A node holds an exclusive ``flock`` on its file for as long as it runs (Redis's
+clusterLockConfig), so that a second node started on the same file stops: ``lock`` before
+loading. As the file is replaced on every save, each new file is locked before it is
+renamed into place, and the lock of the old one is let go after. Forked children (BGSAVE,
+AOF rewrite) close the lock's descriptor, so a child outliving a killed server never keeps
+the next one from starting.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 
 from pykv.cluster import bus_codec as bc
@@ -25,19 +34,72 @@ def render(state: ClusterState) -> str:
         f"vars currentEpoch {state.current_epoch} lastVoteEpoch {state.last_vote_epoch}\n"
 
 
+class ConfigLock:
+    """The descriptor that holds the flock on the current nodes.conf (-1: none)."""
+
+    def __init__(self) -> None:
+        self.fd = -1
+        os.register_at_fork(after_in_child=self._close_in_child)
+
+    def _close_in_child(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def replace(self, fd: int) -> None:
+        old, self.fd = self.fd, fd
+        if old >= 0:
+            os.close(old)
+
+
+_lock = ConfigLock()
+
+
+def lock(path: str, shown: str) -> None:
+    """Lock ``path`` (created if missing) for this process, or raise NodesConfError with
+    Redis's log text (``shown`` is the file name as configured)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise NodesConfError(f"Can't open {shown} in order to acquire a lock: "
+                             f"{os.strerror(exc.errno or 0)}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise NodesConfError(
+                f"Sorry, the cluster configuration file {shown} is already used by a "
+                "different Redis Cluster node. Please make sure that different nodes use "
+                "different cluster configuration files.") from None
+        raise NodesConfError(f"Impossible to lock {shown}: "
+                             f"{os.strerror(exc.errno or 0)}") from None
+    _lock.replace(fd)
+
+
 def save(state: ClusterState, path: str, fsync: bool = True) -> None:
-    """Write ``path`` atomically (and durably when ``fsync``)."""
+    """Write ``path`` atomically (and durably when ``fsync``); the new file is locked
+    first when this process holds the lock of the old one."""
     content = render(state).encode()
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f"temp-{os.getpid()}-{os.path.basename(path)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    locked = False
     try:
+        if _lock.fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else has it
+            locked = True
         os.write(fd, content)
         if fsync:
             os.fsync(fd)
-    finally:
+        os.replace(tmp, path)
+    except BaseException:
         os.close(fd)
-    os.replace(tmp, path)
+        raise
+    if locked:
+        _lock.replace(fd)
+    else:
+        os.close(fd)
     if not fsync:
         return
     try:
