@@ -27,6 +27,7 @@ import asyncio
 import logging
 import random
 import socket
+import ssl
 import time
 from typing import Any
 
@@ -36,6 +37,8 @@ from pykv.commands.args import to_int
 from pykv.commands.persistence import restore
 from pykv.commands.registry import command
 from pykv.commands.strings import lookup_read
+from pykv.net import tls_socket
+from pykv.net.tls import TlsConfigError, client_tls_context
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.blocking import answer_failed
 from pykv.server.client import NO_REPLY
@@ -60,7 +63,7 @@ class Job:
     """One MIGRATE: where to, how, and the snapshot of the keys found."""
 
     __slots__ = ("host", "port", "name", "dbid", "timeout", "copy", "replace", "username",
-                 "password", "items", "restore")
+                 "password", "items", "restore", "tls")
 
     def __init__(self) -> None:
         self.host = ""
@@ -75,6 +78,8 @@ class Job:
         self.items: list[tuple[bytes, Any, bytes, int]] = []
         # a cluster node sends RESTORE-ASKING (the target's slot may be importing)
         self.restore = b"RESTORE"
+        # tls-cluster yes: the target is reached over TLS (Redis's migrateGetSocket)
+        self.tls: ssl.SSLContext | None = None
 
 
 class _Parked:
@@ -167,8 +172,17 @@ class AsyncIO:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
 
-    async def connect(self, host: str, port: int, timeout: float) -> socket.socket:
-        return await asyncio.wait_for(self._connect(host, port), timeout)
+    async def connect(self, host: str, port: int, timeout: float,
+                      tls: ssl.SSLContext | None = None) -> socket.socket:
+        sock = await asyncio.wait_for(self._connect(host, port), timeout)
+        if tls is not None:
+            try:
+                sock = tls_socket.wrap(tls, sock)
+                await asyncio.wait_for(tls_socket.handshake(self.loop, sock), timeout)
+            except BaseException:
+                sock.close()
+                raise
+        return sock
 
     async def _connect(self, host: str, port: int) -> socket.socket:
         error: OSError = OSError("no address")
@@ -188,11 +202,15 @@ class AsyncIO:
         raise error
 
     async def send(self, sock: socket.socket, data: bytes, timeout: float) -> None:
+        tls = isinstance(sock, ssl.SSLSocket)
         for pos in range(0, len(data), _WRITE_CHUNK):
-            await asyncio.wait_for(
-                self.loop.sock_sendall(sock, data[pos:pos + _WRITE_CHUNK]), timeout)
+            chunk = data[pos:pos + _WRITE_CHUNK]
+            await asyncio.wait_for(tls_socket.sendall(self.loop, sock, chunk) if tls  # type: ignore[arg-type]
+                                   else self.loop.sock_sendall(sock, chunk), timeout)
 
     async def recv(self, sock: socket.socket, timeout: float) -> bytes:
+        if isinstance(sock, ssl.SSLSocket):
+            return await asyncio.wait_for(tls_socket.recv(self.loop, sock, 65536), timeout)
         return await asyncio.wait_for(self.loop.sock_recv(sock, 65536), timeout)
 
 
@@ -200,8 +218,15 @@ class BlockingIO:
     """The same operations as blocking calls (MULTI/EXEC and scripts, as Redis does them).
     Its coroutines never suspend; sockets are left non-blocking for the loop's use."""
 
-    async def connect(self, host: str, port: int, timeout: float) -> socket.socket:
+    async def connect(self, host: str, port: int, timeout: float,
+                      tls: ssl.SSLContext | None = None) -> socket.socket:
         sock = socket.create_connection((host, port), timeout)
+        if tls is not None:
+            try:  # the handshake under the same timeout
+                sock = tls.wrap_socket(sock, server_hostname=None)
+            except BaseException:
+                sock.close()
+                raise
         sock.setblocking(False)
         return sock
 
@@ -298,7 +323,7 @@ async def _attempt(job: Job, io: Any, cache: SocketCache, cached: bool, may_retr
         if job.port < 0:  # getaddrinfo refuses the service "-N"
             return errors.MIGRATE_CONNECT_FAILED, []
         try:
-            sock = await io.connect(job.host, job.port & 0xFFFF, job.timeout)
+            sock = await io.connect(job.host, job.port & 0xFFFF, job.timeout, job.tls)
         except (socket.gaierror, ValueError, UnicodeError):
             return errors.MIGRATE_CONNECT_FAILED, []
         except OSError as exc:
@@ -364,6 +389,18 @@ def run_blocking(job: Job, cache: SocketCache) -> tuple[Any, list]:
 
 
 # -- the command ---------------------------------------------------------------------------
+def _tls_context(server: Any) -> ssl.SSLContext | None:
+    """With tls-cluster yes, the client context (the cluster bus keeps one built)."""
+    if not server.config.tls_cluster:
+        return None
+    bus = getattr(server.cluster, "bus", None)
+    try:
+        return bus.tls.link_context() if bus is not None else client_tls_context(server.config)
+    except TlsConfigError as exc:
+        log.warning("MIGRATE cannot reach its target over TLS: %s", exc)
+        raise errors.MIGRATE_CONNECT_FAILED from None
+
+
 def parse(c: Any, argv: list[bytes]) -> tuple[Job, list[bytes]]:
     """The options (Redis's order of checks), with passwords redacted from the argv that
     SLOWLOG and MONITOR see; raises the error reply."""
@@ -408,6 +445,7 @@ def parse(c: Any, argv: list[bytes]) -> tuple[Job, list[bytes]]:
     job.host = argv[1].decode("utf-8", "surrogateescape")
     job.port = atoi(argv[2])
     job.name = argv[1] + b":" + argv[2]
+    job.tls = _tls_context(c.server)
     return job, argv[first_key:first_key + num_keys]
 
 

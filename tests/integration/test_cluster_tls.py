@@ -15,6 +15,7 @@ import time
 import pytest
 import redis
 from support.cluster_nodes import PykvNode, RedisNode, cluster_info, myid, wait_for, wait_ok
+from support.servers import require_redis
 from support.tls_certs import needs_openssl
 
 from pykv.cluster.keyslot import key_hash_slot
@@ -249,3 +250,74 @@ def test_tls_cluster_switched_on_at_runtime(certs):
     finally:
         ours.stop()
         real.stop()
+
+
+def _slots_of(node) -> list[int]:
+    me = myid(node).encode()
+    with node.client() as c:
+        return [s for start, end, master, *_ in c.execute_command("CLUSTER", "SLOTS")
+                if master[2] == me for s in range(start, end + 1)]
+
+
+@pytest.mark.parametrize(("source", "target"), [(1, 0), (2, 3)])
+def test_reshard_with_keys_over_tls(cluster, certs, source, target):
+    """redis-cli --tls --cluster reshard moves slots with keys between the kinds: MIGRATE
+    reaches the target's TLS port over TLS (pykv's to redis-server, redis-server's to
+    pykv), as Redis does under tls-cluster."""
+    src, dst = cluster[source], cluster[target]
+    slots = _slots_of(src)[:5]
+    keys = [next(f"m{s}:{i}" for i in range(100000) if key_hash_slot(f"m{s}:{i}".encode()) == s)
+            for s in slots]
+    with tls_client(certs, src) as c:
+        for key in keys:
+            c.set(key, key)
+    tls_cli(certs, src.tls_port, "--cluster", "reshard", f"127.0.0.1:{src.tls_port}",
+            "--cluster-from", myid(src), "--cluster-to", myid(dst), "--cluster-slots", "5",
+            "--cluster-yes", timeout=120)
+    wait_for(lambda: set(slots) <= set(_slots_of(dst)), 20, "the slots to move")
+    with tls_client(certs, dst) as c:
+        assert [c.get(key) for key in keys] == [key.encode() for key in keys]
+    with src.client() as c:  # gone from the source
+        assert [c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in slots] == [0] * 5
+
+
+def test_migrate_over_tls_outside_cluster_mode(certs):
+    """tls-cluster yes makes MIGRATE use TLS even without cluster mode (as Redis): pykv to
+    a redis-server TLS port, on the event loop and as a blocking call inside MULTI."""
+    tls_port = free_port()
+    args = [require_redis(), "--port", str(free_port()), "--bind", "127.0.0.1", "--save", "",
+            "--tls-port", str(tls_port)]
+    for name, value in tls_settings(certs).items():
+        args += [f"--{name}", value]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ours = Server(config={"tls-port": free_port(), **tls_settings(certs)})
+    ours.start()
+    try:
+        target = redis.Redis(port=tls_port, ssl=True, ssl_ca_certs=certs.ca_cert,
+                             ssl_certfile=certs.client_cert, ssl_keyfile=certs.client_key)
+        wait_for(lambda: _pings(target), 10, "redis-server")
+        c = ours.client()
+        c.mset({"a": "1", "b": "2"})
+        assert c.execute_command("MIGRATE", "127.0.0.1", tls_port, "a", 0, 5000) == b"OK"
+        pipe = c.pipeline(transaction=True)
+        pipe.execute_command("MIGRATE", "127.0.0.1", tls_port, "b", 0, 5000)
+        assert pipe.execute() == [b"OK"]
+        assert target.mget("a", "b") == [b"1", b"2"] and c.exists("a", "b") == 0
+        # plain TCP to a TLS port fails (a new connection: the cache is by host:port as
+        # written, and a cached one stays as it was made, as in Redis)
+        c.config_set("tls-cluster", "no")
+        c.set("c", "3")
+        with pytest.raises(redis.ResponseError, match="IOERR"):
+            c.execute_command("MIGRATE", "localhost", tls_port, "c", 0, 1000)
+        assert c.execute_command("MIGRATE", "127.0.0.1", tls_port, "c", 0, 1000) == b"OK"
+    finally:
+        ours.stop()
+        proc.terminate()
+        proc.wait(10)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
