@@ -95,6 +95,14 @@ class Router:
             return None
         return self.redirect_error(client, node, slot, code)
 
+    def first_slot(self, commands: list) -> int:
+        """The slot of the first key of ``commands`` ((cmd, argv) pairs), -1 without keys:
+        the slot EXEC's check leaves to the scripts it runs (Redis's ``c->slot``)."""
+        for cmd, argv in commands:
+            for key in _keys(cmd, argv):
+                return key_hash_slot(key)
+        return -1
+
     def script_check(self, caller: Any, cmd: Any, argv: list[bytes], ctx: Any) -> bytes | None:
         """scriptVerifyClusterState: a command a script runs must be served here (keys it
         did not declare included), and its keys must hash to the script's one slot

@@ -14,7 +14,7 @@ from pykv import errors
 from pykv.commands.args import to_int
 from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
-from pykv.commands.script_cluster import cluster_refusal
+from pykv.commands.script_cluster import cluster_refusal, script_done
 from pykv.protocol import OK, ErrorReply, RespSet, SimpleString
 from pykv.scripting.engine import RunContext, get_engine
 from pykv.scripting.functions import FunctionError, Library, get_store
@@ -95,7 +95,9 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
         return WRITE_FLAG_WITH_RO
     engine = get_engine(c.server)
     ctx.argv = argv  # FUNCTION STATS shows the running command line
-    return engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
+    reply = engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
+    script_done(c, ctx)
+    return reply
 
 
 @command("fcall")

@@ -11,7 +11,7 @@ from pykv import errors
 from pykv.commands import info
 from pykv.commands.args import parse_int
 from pykv.commands.registry import command
-from pykv.commands.script_cluster import cluster_refusal
+from pykv.commands.script_cluster import cluster_refusal, script_done
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.scripting.engine import RunContext, get_engine
 
@@ -103,6 +103,9 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
                               b"allow-cross-slot-keys" in flags, numkeys, argv)
         if err is not None:
             return err
+        reply = engine.run(ctx, entry[1], numkeys, argv[3:])
+        script_done(c, ctx)
+        return reply
     return engine.run(ctx, entry[1], numkeys, argv[3:])
 
 

@@ -52,6 +52,9 @@ def exec_(c, argv):
         return EXECABORT if aborted else NULL_ARRAY
     queue = c.multi
     discard_transaction(c)  # leaves MULTI and unwatches before running, as Redis does
+    cluster = c.server.cluster
+    if cluster is not None:  # the one slot the transaction's scripts share (script_cluster)
+        c.exec_slot = cluster.first_slot(queue)
     c.add_reply(RawReply(b"*%d\r\n" % len(queue)))
     was_denying = c.deny_blocking
     c.deny_blocking = True
@@ -68,6 +71,8 @@ def exec_(c, argv):
                     continue
             c.call(cmd, qargv)
     finally:
+        if cluster is not None:
+            c.exec_slot = None
         c.deny_blocking = was_denying
         c.server.end_effects(marks)  # several writes are propagated inside MULTI ... EXEC
         if marks is not None:

@@ -290,3 +290,24 @@ def test_script_flags_in_cluster_mode(cdiff, cmd):
     cdiff(*cmd)
     cdiff("MGET", "a")
     cdiff("MGET", "b")
+
+
+@pytest.mark.parametrize("queued", [
+    [("EVAL", "#!lua\nreturn redis.call('set', 'a', '1')", "0"),
+     ("EVAL", "#!lua\nreturn redis.call('set', 'b', '1')", "0")],
+    [("EVAL", "#!lua\nreturn redis.call('set', 'a', '1')", "0"),
+     ("EVAL", "#!lua\nreturn redis.call('set', 'b', '1')", "1", "b")],
+    [("SET", "b", "1"), ("EVAL", "#!lua\nreturn redis.call('set', 'a', '1')", "0")],
+    [("EVAL", "#!lua flags=allow-cross-slot-keys\nreturn redis.call('set', 'a', '1')", "0"),
+     ("EVAL", "#!lua\nreturn redis.call('set', 'b', '1')", "0")],
+    [("EVAL", "return redis.call('set', 'a', '1')", "0"),
+     ("EVAL", "#!lua\nreturn redis.call('set', 'b', '1')", "0")],
+])
+def test_script_slot_is_the_transactions_inside_exec(cdiff, queued):
+    """Inside EXEC the scripts share one slot: the first key of the queued commands, else
+    the first one a script uses (Redis keeps it on the client for the whole EXEC)."""
+    cdiff("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    cdiff("MULTI")
+    for cmd in queued:
+        cdiff(*cmd)
+    cdiff("EXEC")
