@@ -87,16 +87,19 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     if numkeys < 0:
         return NEGATIVE_KEYS
     ctx = RunContext(c, fn.name, fn.no_writes, True, argv[0].lower())
-    err = cluster_refusal(c, ctx, "no-cluster" in fn.flags, "allow-cross-slot-keys" in fn.flags,
-                          numkeys, argv)  # first of scriptPrepareForRun's checks
-    if err is not None:
-        return err
+    clustered = server.cluster is not None
+    if clustered:  # the first of scriptPrepareForRun's checks
+        err = cluster_refusal(c, ctx, "no-cluster" in fn.flags,
+                              "allow-cross-slot-keys" in fn.flags, numkeys, argv)
+        if err is not None:
+            return err
     if read_only_cmd and not fn.no_writes:
         return WRITE_FLAG_WITH_RO
     engine = get_engine(c.server)
     ctx.argv = argv  # FUNCTION STATS shows the running command line
     reply = engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
-    script_done(c, ctx)
+    if clustered:
+        script_done(c, ctx)
     return reply
 
 
