@@ -124,7 +124,8 @@ def cluster_tls_context(config: Any) -> ssl.SSLContext:
 
 def client_tls_context(config: Any) -> ssl.SSLContext:
     """The context of this server's outgoing TLS links (a replica's link with
-    ``tls-replication yes``, the cluster bus links with ``tls-cluster yes``), as Redis builds its client context: the certificate from
+    ``tls-replication yes``; the cluster bus links and MIGRATE with ``tls-cluster yes``),
+    as Redis builds its client context: the certificate from
     ``tls-client-cert-file``/``tls-client-key-file`` (``tls-cert-file``/``tls-key-file``
     when those are unset), the peer verified against ``tls-ca-cert-file``/``-dir`` without
     a host name check, the same protocols and ciphers; raises TlsConfigError."""
