@@ -202,11 +202,13 @@ class AsyncIO:
         raise error
 
     async def send(self, sock: socket.socket, data: bytes, timeout: float) -> None:
-        tls = isinstance(sock, ssl.SSLSocket)
         for pos in range(0, len(data), _WRITE_CHUNK):
             chunk = data[pos:pos + _WRITE_CHUNK]
-            await asyncio.wait_for(tls_socket.sendall(self.loop, sock, chunk) if tls  # type: ignore[arg-type]
-                                   else self.loop.sock_sendall(sock, chunk), timeout)
+            if isinstance(sock, ssl.SSLSocket):
+                sending = tls_socket.sendall(self.loop, sock, chunk)
+            else:
+                sending = self.loop.sock_sendall(sock, chunk)
+            await asyncio.wait_for(sending, timeout)
 
     async def recv(self, sock: socket.socket, timeout: float) -> bytes:
         if isinstance(sock, ssl.SSLSocket):
