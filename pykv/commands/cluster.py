@@ -7,8 +7,9 @@ subcommand checks. With ``cluster-enabled yes`` ``server.cluster`` is the node's
 ``pykv.cluster.router.Router`` and each subcommand is Redis 7.0's clusterCommand branch of
 the same name, over its ``ClusterBus`` and ``ClusterState``.
 
-Replication is not there yet: CLUSTER REPLICATE and FAILOVER answer an error saying so, and
-CLUSTER REPLICAS/SLAVES list the replicas other nodes announced (none from pykv nodes).
+CLUSTER REPLICATE makes this node a replica through the bus (``set_my_master``, which
+REPLICAOFs the master); CLUSTER FAILOVER starts the manual failover of
+``pykv.cluster.failover``.
 """
 from __future__ import annotations
 
@@ -281,6 +282,11 @@ def _reset(c, bus, argv):
     if bus.myself.is_master and len(c.server.dbs[0]):
         return _err("CLUSTER RESET can't be called with master nodes containing keys")
     state = bus.state
+    if bus.myself.is_replica:  # a master again, with an empty dataset
+        bus.set_node_as_master(bus.myself)
+        bus.stop_replicating()
+        for db in c.server.dbs:
+            db.clear()
     state.migrating.clear()
     state.importing.clear()
     for slot in range(CLUSTER_SLOTS):
@@ -447,8 +453,39 @@ def _bumpepoch(c, bus, argv):
     return SimpleString(f"{'BUMPED' if bumped else 'STILL'} {bus.myself.config_epoch}".encode())
 
 
-def _needs_replication(c, bus, argv):
-    return errors.CLUSTER_NO_REPLICATION
+# -- replicas and failover ---------------------------------------------------------------
+def _replicate(c, bus, argv):
+    node = _lookup(bus, argv[2])
+    if node is None:
+        return _err(f"Unknown node {_s(argv[2])}")
+    if node is bus.myself:
+        return _err("Can't replicate myself")
+    if node.is_replica:
+        return _err("I can only replicate a master, not a replica.")
+    if bus.myself.is_master and (bus.myself.numslots or len(c.server.dbs[0])):
+        return _err("To set a master the node must be empty and without assigned slots.")
+    bus.set_my_master(node)
+    bus.todo_later(busmod.TODO_UPDATE_STATE | busmod.TODO_SAVE_CONFIG)
+    return OK
+
+
+def _failover(c, bus, argv):
+    mode = ""
+    if len(argv) == 3:
+        mode = argv[2].lower().decode("latin-1")
+        if mode not in ("force", "takeover"):
+            return errors.SYNTAX
+    elif len(argv) > 3:
+        return errors.SYNTAX
+    me = bus.myself
+    if me.is_master:
+        return _err("You should send CLUSTER FAILOVER to a replica")
+    if me.slaveof is None:
+        return _err("I'm a replica but my master is unknown to me")
+    if not mode and (me.slaveof.failed or me.slaveof.link is None):
+        return _err("Master is down or failed, please use CLUSTER FAILOVER FORCE")
+    bus.failover.start_manual(mode)
+    return OK
 
 
 _SUBCOMMANDS = {
@@ -463,5 +500,5 @@ _SUBCOMMANDS = {
     "delslotsrange": lambda c, bus, argv: _slot_ranges_or_del(c, bus, argv, False),
     "flushslots": _flushslots, "setslot": _setslot, "saveconfig": _saveconfig,
     "set-config-epoch": _set_config_epoch, "bumpepoch": _bumpepoch,
-    "replicate": _needs_replication, "failover": _needs_replication,
+    "replicate": _replicate, "failover": _failover,
 }
