@@ -48,7 +48,9 @@ class Cluster:
         self.masters = masters
         self.nodes: list[Server] = []
         for _ in range(masters * (1 + replicas)):
+            # replicas sync at once (not after Redis's 5 s diskless delay)
             cfg = {"cluster-enabled": "yes", "cluster-node-timeout": node_timeout,
+                   "repl-diskless-sync-delay": 0,
                    "cluster-port": free_port(host), **dict(config or {})}
             self.nodes.append(Server(host=host, config=cfg, keep_dir=keep_dir))
 
