@@ -476,7 +476,7 @@ def _failover(c, bus, argv):
         if mode not in ("force", "takeover"):
             return errors.SYNTAX
     elif len(argv) > 3:
-        return errors.SYNTAX
+        return errors.subcommand_syntax(argv[1], argv[0])
     me = bus.myself
     if me.is_master:
         return _err("You should send CLUSTER FAILOVER to a replica")
