@@ -719,8 +719,7 @@ class ClusterBus:
         elif me.slaveof is not None and me in me.slaveof.replicas:
             me.slaveof.replicas.remove(me)
         me.slaveof = node
-        if me not in node.replicas:
-            node.replicas.append(me)
+        state.add_replica(node, me)
         self.replicate(node.ip, node.port)
         self.failover.reset_manual()
 
@@ -748,7 +747,7 @@ class ClusterBus:
         if master is not None and sender.slaveof is not master:
             if sender.slaveof is not None and sender in sender.slaveof.replicas:
                 sender.slaveof.replicas.remove(sender)
-            master.replicas.append(sender)
+            self.state.add_replica(master, sender)
             sender.slaveof = master
             self.todo_later(TODO_SAVE_CONFIG)
 

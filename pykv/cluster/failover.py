@@ -12,7 +12,9 @@ cluster-replica-validity-factor (plus repl-ping-replica-period) disqualifies a r
 unless the failover is manual; ``cluster-replica-no-failover`` keeps it out of automatic
 elections.
 
-Orphaned-master migration (cluster-migration-barrier) is not done.
+A replica of the master with the most replicas moves to a master left without any (one
+that had some: MIGRATE_TO) when its own master keeps more than cluster-migration-barrier
+working replicas (clusterHandleSlaveMigration).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import random
 from typing import TYPE_CHECKING
 
 from pykv.cluster import bus_codec as bc
-from pykv.cluster.state import ClusterNode, bit_ranges, mstime
+from pykv.cluster.state import STATE_OK, ClusterNode, bit_ranges, mstime
 
 if TYPE_CHECKING:
     from pykv.cluster.bus import ClusterBus, Handler
@@ -30,6 +32,7 @@ log = logging.getLogger("pykv")
 
 MF_TIMEOUT = 5000  # CLUSTER_MF_TIMEOUT
 MF_PAUSE_MULT = 2  # CLUSTER_MF_PAUSE_MULT
+MIGRATION_DELAY = 5000  # CLUSTER_SLAVE_MIGRATION_DELAY
 
 # clusterCantFailoverReason codes and texts (logged every 10 s when unchanged)
 CANT_NONE, CANT_DATA_AGE, CANT_WAITING_DELAY, CANT_EXPIRED, CANT_WAITING_VOTES = range(5)
@@ -307,10 +310,66 @@ class Election:
         log.warning("Failover auth granted to %s for epoch %d", node.name,
                     state.current_epoch)
 
+    # -- replica migration -------------------------------------------------------------------
+    def migrate_if_needed(self) -> None:
+        """clusterCron's census and clusterHandleSlaveMigration: a replica of the master
+        with the most working replicas (beyond cluster-migration-barrier), the one with the
+        smallest name among them, moves to a master left without replicas for 5 s."""
+        bus = self.bus
+        me = bus.myself
+        mymaster = me.slaveof
+        nodes = list(bus.state.nodes.values())
+        orphaned = max_ok = mine = 0
+        for node in nodes:
+            if node.is_master and not node.failed:
+                ok = _working_replicas(node)
+                if ok == 0 and node.numslots > 0 and node.flags & bc.F_MIGRATE_TO:
+                    orphaned += 1
+                max_ok = max(max_ok, ok)
+                if node is mymaster:
+                    mine = ok
+        if not orphaned or max_ok < 2 or mine != max_ok or \
+                not bus.config.cluster_allow_replica_migration:
+            return
+        if bus.state.state != STATE_OK or mymaster is None:
+            return
+        ok_mine = sum(1 for r in mymaster.replicas if not r.failed and not r.timed_out)
+        if ok_mine <= int(bus.config.cluster_migration_barrier):
+            return
+        target = None
+        candidate = me
+        now = mstime()
+        for node in nodes:
+            ok = _working_replicas(node) if node.is_master else 0
+            orphan = node.is_master and not node.failed and \
+                bool(node.flags & bc.F_MIGRATE_TO) and ok == 0
+            if orphan:
+                if target is None and node.numslots > 0:
+                    target = node
+                if not node.orphaned_time:
+                    node.orphaned_time = now
+            else:
+                node.orphaned_time = 0
+            if ok == max_ok:
+                for replica in node.replicas:
+                    if replica.name < candidate.name:
+                        candidate = replica
+        if target is not None and candidate is me and \
+                now - target.orphaned_time > MIGRATION_DELAY:
+            log.warning("Migrating to orphaned master %s", target.name)
+            bus.set_my_master(target)
+            bus.save_config()
+
     # -- cron ---------------------------------------------------------------------------------
     def cron(self) -> None:
         self.check_manual_timeout()
         if self.bus.myself.is_replica:
             self.handle_manual()
             self.handle_replica_failover()
+            self.migrate_if_needed()
+
+
+def _working_replicas(node: ClusterNode) -> int:
+    """clusterCountNonFailingSlaves."""
+    return sum(1 for r in node.replicas if not r.failed)
 

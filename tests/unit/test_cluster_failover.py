@@ -27,7 +27,7 @@ def _replica_of(bus, master, name=None):
     node, handler = _known(bus, name or _name())
     node.flags = bc.F_SLAVE
     node.slaveof = master
-    master.replicas.append(node)
+    bus.state.add_replica(master, node)
     return node, handler
 
 
@@ -245,3 +245,46 @@ def test_a_replica_starts_a_manual_failover_once_it_reached_the_paused_offset(bu
     # a manual failover asks its votes at once, with FORCEACK
     requests = [m for m in ha.link.sent if m.type == bc.FAILOVER_AUTH_REQUEST]
     assert requests and requests[-1].mflags[0] & bc.MF_FORCEACK
+
+
+# -- replica migration ------------------------------------------------------------------------
+def test_the_smallest_named_spare_replica_migrates_to_an_orphaned_master(bus):
+    a, _ha, b, _hb = _three_masters(bus)
+    bus.state.del_slot(0)  # myself: a replica of a, which has two more (names above "m...")
+    bus.config.cluster_require_full_coverage = False
+    bus.replicate = lambda host, port: None
+    bus.myself.flags = bc.F_MYSELF | bc.F_MASTER
+    bus.set_my_master(a)
+    _replica_of(bus, a, "x" * 40)
+    _replica_of(bus, a, "y" * 40)
+    old, _ = _replica_of(bus, b, "z" * 40)
+    bus.update_state()
+    assert bus.state.state == 0  # ok
+    bus.failover.migrate_if_needed()  # b has a working replica: nobody moves
+    assert bus.myself.slaveof is a
+    old.flags |= bc.F_FAIL  # b is orphaned (it had a replica: MIGRATE_TO)
+    bus.failover.migrate_if_needed()
+    assert bus.myself.slaveof is a and b.orphaned_time  # the 5 s delay first
+    b.orphaned_time -= 5001
+    bus.config.cluster_migration_barrier = 2  # a keeps 3 > 2 replicas: allowed
+    bus.failover.migrate_if_needed()
+    assert bus.myself.slaveof is b and bus.myself in b.replicas
+
+
+def test_the_migration_barrier_keeps_replicas_home(bus):
+    a, _ha, b, _hb = _three_masters(bus)
+    bus.state.del_slot(0)
+    bus.config.cluster_require_full_coverage = False
+    bus.replicate = lambda host, port: None
+    bus.set_my_master(a)
+    _replica_of(bus, a, "x" * 40)
+    gone, _ = _replica_of(bus, b, "z" * 40)
+    gone.flags |= bc.F_FAIL
+    bus.update_state()
+    b.orphaned_time = mstime() - 6000
+    bus.config.cluster_migration_barrier = 2  # a has 2 working replicas: not more than 2
+    bus.failover.migrate_if_needed()
+    assert bus.myself.slaveof is a
+    bus.config.cluster_migration_barrier = 1
+    bus.failover.migrate_if_needed()
+    assert bus.myself.slaveof is b
