@@ -156,12 +156,32 @@ def test_killed_master_is_replaced_by_its_replica_and_rejoins_as_replica(six):
     survivors = [n for n in six.nodes if n is not master]
     _kill_and_wait_promotion(master, replica, survivors)
     assert all(rc.get(key) == key.encode() for key in keys)  # nothing acknowledged lost
+    with replica.client() as c:  # the keys-per-slot index came along with the data
+        mine = [k for k in keys if c.execute_command("CLUSTER", "KEYSLOT", k) in
+                range(*_first_range(replica))]
+        assert mine
+        for key in mine[:20]:
+            slot = c.execute_command("CLUSTER", "KEYSLOT", key)
+            assert key.encode() in c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
     master.start()  # same directory: its nodes.conf says master of slots it no longer has
     wait_for(lambda: _role(master) == "slave" and _master_of(master) == myid(replica),
              FAILOVER_WAIT, "the old master following its replacement")
     wait_for(lambda: _everyone_agrees(six.nodes), FAILOVER_WAIT, "every node's agreement")
     wait_for(lambda: _synced(replica, master), 20, "the old master's resync")
+    rc.set(mine[0], "changed")
+    master.kill()  # a replica restarted from its nodes.conf replicates its master again
+    master.start()
+    wait_for(lambda: _synced(replica, master), 20, "the restarted replica's resync")
+    assert _role(master) == "slave" and _master_of(master) == myid(replica)
+    with master.client() as c:
+        c.execute_command("READONLY")
+        assert c.get(mine[0]) == b"changed"
     rc.close()
+
+
+def _first_range(node) -> tuple[int, int]:
+    first, _, last = _myself(node)[8].partition("-")
+    return int(first), int(last or first) + 1
 
 
 # -- mixed ------------------------------------------------------------------------------------
