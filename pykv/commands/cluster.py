@@ -68,6 +68,14 @@ def _lookup(bus: busmod.ClusterBus, arg: bytes) -> ClusterNode | None:
     return bus.state.lookup(_s(arg))
 
 
+def _known(bus: busmod.ClusterBus, arg: bytes) -> tuple[ClusterNode, errors.ErrorReply | None]:
+    """The node named ``arg``, or Redis's ``Unknown node <name>`` error."""
+    node = _lookup(bus, arg)
+    if node is None:
+        return bus.myself, _err(f"Unknown node {_s(arg)}")
+    return node, None
+
+
 # -- information -------------------------------------------------------------------------
 def info_text(bus: busmod.ClusterBus) -> str:
     state = bus.state
@@ -222,16 +230,16 @@ def _getkeysinslot(c, bus, argv):
 
 
 def _count_failure_reports(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     return bus.failure_reports(node)
 
 
 def _replicas(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     if node.is_replica:
         return _err("The specified node is not a master")
     return [bus.state.describe(r).encode() for r in node.replicas]
@@ -257,9 +265,9 @@ def _meet(c, bus, argv):
 
 
 def _forget(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     if node is bus.myself:
         return _err("I tried hard but I can't forget myself...")
     if bus.myself.is_replica and bus.myself.slaveof is node:
@@ -455,9 +463,9 @@ def _bumpepoch(c, bus, argv):
 
 # -- replicas and failover ---------------------------------------------------------------
 def _replicate(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     if node is bus.myself:
         return _err("Can't replicate myself")
     if node.is_replica:
