@@ -180,6 +180,11 @@ class ClusterBus:
         if hostname != me.hostname:
             me.hostname = hostname
             self.todo_later(TODO_SAVE_CONFIG)
+        flags = (me.flags & ~bc.F_NOFAILOVER) | \
+            (bc.F_NOFAILOVER if self.config.cluster_replica_no_failover else 0)
+        if flags != me.flags:  # clusterUpdateMyselfFlags
+            me.flags = flags
+            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
         if self.config.cluster_announce_ip and me.ip != self.config.cluster_announce_ip:
             me.ip = self.config.cluster_announce_ip
             self.todo_later(TODO_SAVE_CONFIG)

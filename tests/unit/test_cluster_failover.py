@@ -288,3 +288,13 @@ def test_the_migration_barrier_keeps_replicas_home(bus):
     bus.config.cluster_migration_barrier = 1
     bus.failover.migrate_if_needed()
     assert bus.myself.slaveof is b
+
+
+def test_replica_no_failover_is_announced_as_the_nofailover_flag(bus):
+    bus.config.cluster_replica_no_failover = True
+    bus.refresh_myself()
+    assert "nofailover" in bus.state.describe(bus.myself).split()[2]
+    assert bus.header(bc.PING).flags & bc.F_NOFAILOVER
+    bus.config.cluster_replica_no_failover = False
+    bus.refresh_myself()
+    assert not bus.myself.flags & bc.F_NOFAILOVER
