@@ -151,10 +151,18 @@ def _slots(c, bus, argv):
         for start, end in slot_ranges(node.slots):
             entry = [start, end, _node_entry(c, c.server.cluster, node)]
             for replica in node.replicas:
-                if not replica.failed:
+                if _replica_available(bus, replica):
                     entry.append(_node_entry(c, c.server.cluster, replica))
             out.append(entry)
     return out
+
+
+def _replica_available(bus, node: ClusterNode) -> bool:
+    """isReplicaAvailable: not failed, and it has replicated something (offset > 0)."""
+    if node.failed:
+        return False
+    offset = bus.replica_offset() if node is bus.myself else node.repl_offset
+    return offset != 0
 
 
 def _shard_node(c, bus, node: ClusterNode) -> dict:

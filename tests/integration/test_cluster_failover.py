@@ -63,6 +63,18 @@ def _everyone_agrees(nodes) -> bool:
     return all(v == views[0] for v in views) and len(views[0]) == len(nodes)
 
 
+def _topology(node) -> str:
+    """CLUSTER SLOTS and SHARDS in a node-independent order, offsets left out."""
+    with node.client(decode_responses=True) as c:
+        slots = sorted(c.execute_command("CLUSTER", "SLOTS"))
+        shards = []
+        for shard in c.execute_command("CLUSTER", "SHARDS"):
+            members = [{k: v for k, v in m.items() if k != "replication-offset"}
+                       for m in shard["nodes"]]
+            shards.append((shard["slots"], sorted(members, key=lambda m: m["id"])))
+    return repr((slots, sorted(shards)))
+
+
 def _kill_and_wait_promotion(victim, replica, survivors) -> float:
     start = time.monotonic()
     victim.kill()
@@ -82,6 +94,12 @@ def six():
 def test_replicas_show_in_nodes_slots_shards_and_replicas(six):
     masters, replicas = six.master_nodes, six.replica_nodes
     ids = [myid(n) for n in masters]
+    rc = six.client()
+    for i in range(30):  # a replica that replicated nothing yet is left out of SLOTS
+        rc.set(f"s{i}", i)
+    rc.close()
+    for master, replica in zip(masters, replicas, strict=True):
+        wait_for(lambda m=master, r=replica: _synced(m, r), 10, "the replicas' offsets")
     for i, rep in enumerate(replicas):
         assert _role(rep) == "slave" and _master_of(rep) == ids[i]
     for node in six.nodes:  # everyone sees the same roles
@@ -92,6 +110,9 @@ def test_replicas_show_in_nodes_slots_shards_and_replicas(six):
         listed = c.execute_command("CLUSTER", "REPLICAS", ids[0])
         assert [line.split()[0] for line in listed] == [myid(replicas[0])]
         assert c.execute_command("CLUSTER", "SLAVES", ids[0]) == listed
+        # the offsets other nodes know come with the replicas' next PINGs
+        wait_for(lambda: all(len(e) == 4 for e in c.execute_command("CLUSTER", "SLOTS")), 10,
+                 "the replicas in CLUSTER SLOTS")
         slots = c.execute_command("CLUSTER", "SLOTS")
         for entry in slots:
             assert len(entry) == 4  # range, master, its replica
@@ -221,7 +242,11 @@ def test_mixed_failover_promotes_the_other_kind(masters, replicas):
         keys = [f"x{i}" for i in range(300)]
         for key in keys:
             rc.set(key, key)
-        wait_for(lambda: _synced(victim, replica), 10, "the replica's offset")
+        for rep in tail:
+            master = next(n for n in head if myid(n) == _master_of(rep))
+            wait_for(lambda m=master, r=rep: _synced(m, r), 10, "the replicas' offsets")
+        wait_for(lambda: len({_topology(n) for n in nodes}) == 1, 10,
+                 "SLOTS and SHARDS alike on every node")  # as Redis's
         survivors = [n for n in nodes if n is not victim]
         _kill_and_wait_promotion(victim, replica, survivors)
         assert replica.kind != victim.kind
