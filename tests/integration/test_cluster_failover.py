@@ -319,3 +319,18 @@ def test_add_node_as_slave_and_replicate_errors_match_redis():
     finally:
         for node in nodes + extra:
             node.stop()
+
+
+def test_the_plugin_fixture_with_replicas(pykv_cluster_replicas):
+    cluster = pykv_cluster_replicas
+    assert [_role(n) for n in cluster.nodes] == ["master"] * 3 + ["slave"] * 3
+    rc = cluster.client()
+    rc.set("fixture", "yes")
+    slot = rc.keyslot("fixture")
+    replica = next(r for r, m in zip(cluster.replica_nodes, cluster.master_nodes, strict=True)
+                   if any(int(x.split("-")[0]) <= slot <= int(x.split("-")[-1])
+                          for x in _myself(m)[8:]))
+    with replica.client() as c:
+        c.execute_command("READONLY")
+        wait_for(lambda: c.get("fixture") == b"yes", 10, "the write on the replica")
+    rc.close()
