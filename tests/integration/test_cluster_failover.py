@@ -334,3 +334,55 @@ def test_the_plugin_fixture_with_replicas(pykv_cluster_replicas):
         c.execute_command("READONLY")
         wait_for(lambda: c.get("fixture") == b"yes", 10, "the write on the replica")
     rc.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("masters,replicas", [(_redis, _pykv), (_pykv, _redis), (_pykv, _pykv)],
+                         ids=["redis-masters", "pykv-masters", "all-pykv"])
+def test_soak_writes_acknowledged_by_a_replica_survive_repeated_failovers(masters, replicas):
+    """A writer (SET, then WAIT 1) runs while masters are killed and restarted, four times:
+    every write a replica acknowledged is there at the end, served by the new masters."""
+    import threading
+
+    nodes = _created_with_replicas(masters, masters, masters, replicas, replicas, replicas)
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        rc = redis.cluster.RedisCluster(host="127.0.0.1", port=nodes[1].port)
+        i = 0
+        while not stop.is_set():
+            key = f"soak:{{{i % 50}}}:{i}"
+            try:
+                rc.set(key, key)
+                if rc.execute_command("WAIT", 1, 200, target_nodes=rc.get_node_from_key(key)) \
+                        >= 1:
+                    acknowledged.append(key)
+            except (redis.RedisError, OSError):
+                time.sleep(0.1)
+            i += 1
+        rc.close()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    try:
+        wait_for(lambda: _everyone_agrees(nodes), FAILOVER_WAIT, "agreement")
+        thread.start()
+        for _round in range(4):
+            time.sleep(2)
+            victim = next(n for n in nodes if _role(n) == "master")
+            replica = next(n for n in nodes if _role(n) == "slave" and
+                           _master_of(n) == myid(victim))
+            _kill_and_wait_promotion(victim, replica, [n for n in nodes if n is not victim])
+            victim.start()
+            wait_for(lambda: _everyone_agrees(nodes), FAILOVER_WAIT, "agreement")
+        stop.set()
+        thread.join(30)
+        assert len(acknowledged) > 100
+        rc = redis.cluster.RedisCluster(host="127.0.0.1", port=nodes[1].port)
+        missing = [k for k in acknowledged if rc.get(k) != k.encode()]
+        rc.close()
+        assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:5]}"
+    finally:
+        stop.set()
+        for node in nodes:
+            node.stop()
