@@ -94,7 +94,8 @@ def _plug_replication(server: Any, bus: ClusterBus) -> None:
         now = time.time()
         if link.master_client is not None:
             return int((now - link.last_io) * 1000)
-        return int((now - link.down_since) * 1000) if link.down_since else 0
+        # down since it went down; never up: as Redis (repl_down_since 0), too old to elect
+        return int((now - link.down_since) * 1000)
 
     def pause(on: bool, ms: int = 0) -> None:
         server.pause_for_failover(on)
