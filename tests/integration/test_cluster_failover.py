@@ -386,3 +386,4 @@ def test_soak_writes_acknowledged_by_a_replica_survive_repeated_failovers(master
         stop.set()
         for node in nodes:
             node.stop()
+

@@ -298,3 +298,18 @@ def test_replica_no_failover_is_announced_as_the_nofailover_flag(bus):
     bus.config.cluster_replica_no_failover = False
     bus.refresh_myself()
     assert not bus.myself.flags & bc.F_NOFAILOVER
+
+
+def test_config_rewrite_drops_replicaof_in_cluster_mode(tmp_path):
+    from pykv.config.loader import load_config
+    from pykv.config.rewrite import rewrite_config
+
+    for cluster, expected in (("no", ["replicaof 10.0.0.2 7001"]), ("yes", [])):
+        conf = tmp_path / f"{cluster}.conf"
+        conf.write_text(f"cluster-enabled {cluster}\nslaveof 10.0.0.9 7009\n")
+        config = load_config([str(conf)])
+        config.dir = str(tmp_path)
+        config.replicaof = "10.0.0.2 7001"  # what CLUSTER REPLICATE / REPLICAOF set
+        rewrite_config(config)
+        lines = conf.read_text().split("\n")
+        assert [x for x in lines if x.startswith(("replicaof", "slaveof"))] == expected
