@@ -306,10 +306,23 @@ def test_config_rewrite_drops_replicaof_in_cluster_mode(tmp_path):
 
     for cluster, expected in (("no", ["replicaof 10.0.0.2 7001"]), ("yes", [])):
         conf = tmp_path / f"{cluster}.conf"
-        conf.write_text(f"cluster-enabled {cluster}\nslaveof 10.0.0.9 7009\n")
+        conf.write_text(f"cluster-enabled {cluster}\n")
         config = load_config([str(conf)])
         config.dir = str(tmp_path)
         config.replicaof = "10.0.0.2 7001"  # what CLUSTER REPLICATE / REPLICAOF set
         rewrite_config(config)
         lines = conf.read_text().split("\n")
         assert [x for x in lines if x.startswith(("replicaof", "slaveof"))] == expected
+
+
+def test_a_replicaof_line_is_fatal_in_cluster_mode(tmp_path):
+    from pykv.config.loader import ConfigLoadError, load_config
+
+    conf = tmp_path / "c.conf"
+    conf.write_text("port 7000\nslaveof 10.0.0.9 7009\ncluster-enabled yes\n")
+    with pytest.raises(ConfigLoadError) as info:
+        load_config([str(conf)])
+    assert str(info.value) == "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\n" \
+        "replicaof directive not allowed in cluster mode\n"  # as redis-server prints it
+    conf.write_text("slaveof 10.0.0.9 7009\n")
+    assert load_config([str(conf)]).replicaof == "10.0.0.9 7009"
