@@ -394,14 +394,17 @@ class ClusterBus:
 
     def publish(self, channel: bytes, message: bytes, shard: bool = False) -> None:
         """clusterPropagatePublish: every node hears a PUBLISH; SPUBLISH stays in the
-        shard (this node's replicas: none until replication)."""
+        shard (our master, if any, and its replicas)."""
         msg = self.header(bc.PUBLISHSHARD if shard else bc.PUBLISH)
         msg.channel, msg.message = channel, message
         if not shard:
             self.broadcast(msg)
             return
-        for replica in self.myself.replicas:
-            self.send(replica.link, msg)
+        me = self.myself
+        master = me.slaveof if me.is_replica and me.slaveof is not None else me
+        for node in (master, *master.replicas):
+            if node is not me:
+                self.send(node.link, msg)
 
     # -- receiving ------------------------------------------------------------------------
     def process(self, handler: Handler, data: bytes) -> None:

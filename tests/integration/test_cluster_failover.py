@@ -387,3 +387,31 @@ def test_soak_writes_acknowledged_by_a_replica_survive_repeated_failovers(master
         for node in nodes:
             node.stop()
 
+
+
+
+def _read_until(sock, needle: bytes) -> bytes:
+    data = b""
+    deadline = time.monotonic() + 5
+    while needle not in data:
+        assert time.monotonic() < deadline, f"no {needle!r} in {data!r}"
+        data += sock.recv(4096)
+    return data
+
+
+def test_spublish_reaches_the_subscribers_of_the_whole_shard(six):
+    import socket
+
+    master, replica = six.master_nodes[0], six.replica_nodes[0]
+    rc = six.client()
+    channel = next(f"ch{i}" for i in range(1000)
+                   if rc.keyslot(f"ch{i}") in range(*_first_range(master))).encode()
+    rc.close()
+    for publisher, listener in ((master, replica), (replica, master)):
+        with socket.create_connection(("127.0.0.1", listener.port), timeout=5) as sub, \
+                socket.create_connection(("127.0.0.1", publisher.port), timeout=5) as pub:
+            sub.sendall(b"SSUBSCRIBE " + channel + b"\r\n")
+            _read_until(sub, b"ssubscribe")
+            pub.sendall(b"SPUBLISH " + channel + b" hello\r\n")
+            _read_until(pub, b"\r\n")
+            assert _read_until(sub, b"hello").endswith(b"$5\r\nhello\r\n")
