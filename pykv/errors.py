@@ -59,8 +59,7 @@ SCRIPT_CLUSTER_DOWN = b"ERR Script attempted to execute a command while the clus
 SCRIPT_CLUSTER_DOWN_RO = (b"ERR Script attempted to execute a write command while the "
                           b"cluster is down and readonly")
 CLUSTER_INVALID_SLOT = ErrorReply(b"ERR Invalid or out of range slot")
-CLUSTER_NO_REPLICATION = ErrorReply(
-    b"ERR pykv cluster nodes do not support replicas yet (CLUSTER REPLICATE/FAILOVER)")
+REPLICAOF_IN_CLUSTER = ErrorReply(b"ERR REPLICAOF not allowed in cluster mode.")
 
 
 def cluster_redirect(kind: str, slot: int, host: str, port: int) -> ErrorReply:

@@ -1,18 +1,19 @@
 """The cluster bus protocol: Redis 7.0's clusterProcessPacket, clusterCron, clusterSendPing
-and the failure detector, for a cluster of masters.
+and the failure detector.
 
 ``ClusterBus`` owns the ``ClusterState`` and the links (``pykv.net.cluster_bus``). Every
 100 ms the cron connects to known nodes without a link (a MEET to nodes met by CLUSTER
 MEET, else a PING), pings a random node each second and any node not pinged for half the
 node timeout, flags nodes PFAIL after the node timeout, drops stale handshakes, and
 updates the cluster state. Received messages: PING/MEET are answered with a PONG;
-PING/PONG/MEET carry the sender's epochs and slots (slot ownership moves to the higher
-config epoch; a stale claimer gets an UPDATE) and gossip (new nodes are learnt, failure
-reports of masters collected: PFAIL turns into FAIL with a majority of masters, and the
-FAIL is broadcast); FAIL, UPDATE and PUBLISH/PUBLISHSHARD are applied.
-
-Replicas, elections and manual failover (FAILOVER_AUTH_*, MFSTART) wait for replication:
-those messages are counted and otherwise ignored.
+PING/PONG/MEET carry the sender's role (master, or replica of the node in ``slaveof``),
+epochs and slots (slot ownership moves to the higher config epoch; a stale claimer gets an
+UPDATE; a master left without slots becomes a replica of the node that took them) and
+gossip (new nodes are learnt, failure reports of masters collected: PFAIL turns into FAIL
+with a majority of masters, and the FAIL is broadcast); FAIL, UPDATE and
+PUBLISH/PUBLISHSHARD are applied. Elections and manual failover (FAILOVER_AUTH_*, MFSTART)
+are ``pykv.cluster.failover``'s; replication itself is reached through the callbacks
+``pykv.cluster.install`` plugs in (``replicate``, ``stop_replicating``...).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Any
 from pykv.cluster import bus_codec as bc
 from pykv.cluster import nodes_conf, ports
 from pykv.cluster.bus_tls import BusTls
+from pykv.cluster.failover import Election
 from pykv.cluster.state import (
     STATE_FAIL,
     STATE_OK,
@@ -103,6 +105,14 @@ class ClusterBus:
         self.deliver_publish: Callable[[bytes, bytes, bool], None] | None = None
         self.count_keys_in_slot: Callable[[int], int] = lambda slot: 0
         self.del_keys_in_slot: Callable[[int], int] = lambda slot: 0
+        # replication, plugged in by pykv.cluster.install (REPLICAOF host port / NO ONE)
+        self.replicate: Callable[[str, int], None] = lambda host, port: None
+        self.stop_replicating: Callable[[], None] = lambda: None
+        self.is_replicating: Callable[[], bool] = lambda: False
+        self.replica_offset: Callable[[], int] = lambda: 0
+        self.master_data_age: Callable[[], int] = lambda: 0  # ms since the master spoke
+        self.pause_writes: Callable[..., None] = lambda on, ms=0: None
+        self.failover = Election(self)
 
     @property
     def myself(self) -> ClusterNode:
@@ -165,6 +175,11 @@ class ClusterBus:
         if hostname != me.hostname:
             me.hostname = hostname
             self.todo_later(TODO_SAVE_CONFIG)
+        flags = (me.flags & ~bc.F_NOFAILOVER) | \
+            (bc.F_NOFAILOVER if self.config.cluster_replica_no_failover else 0)
+        if flags != me.flags:  # clusterUpdateMyselfFlags
+            me.flags = flags
+            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
         if self.config.cluster_announce_ip and me.ip != self.config.cluster_announce_ip:
             me.ip = self.config.cluster_announce_ip
             self.todo_later(TODO_SAVE_CONFIG)
@@ -269,14 +284,18 @@ class ClusterBus:
         me = self.myself
         master = me.slaveof if me.is_replica and me.slaveof is not None else me
         port, pport, cport = self.announced_ports()
-        return bc.Message(
+        msg = bc.Message(
             mtype, me.name_bytes(), port=port, pport=pport, cport=cport,
             current_epoch=self.state.current_epoch, config_epoch=master.config_epoch,
-            offset=getattr(getattr(self.server, "repl", None), "master_repl_offset", 0) or 0,
+            offset=self.replica_offset() if me.is_replica else
+            getattr(getattr(self.server, "repl", None), "master_repl_offset", 0) or 0,
             myslots=bytes(master.slots),
             slaveof=me.slaveof.name_bytes() if me.slaveof is not None else None,
             myip=self.config.cluster_announce_ip or "", flags=me.flags,
             state=self.state.state)
+        if me.is_master and self.failover.mf_end:
+            msg.mflags = bytes([bc.MF_PAUSED, 0, 0])
+        return msg
 
     def send(self, handler: Handler | None, msg: bc.Message) -> None:
         if handler is None or handler.link.closed:
@@ -334,10 +353,27 @@ class ClusterBus:
             for node in nodes:
                 if node.flags & bc.F_PFAIL and not node.flags & (bc.F_HANDSHAKE | bc.F_NOADDR):
                     msg.gossip.append(self._gossip_entry(node))
-        msg.mflags = bytes([bc.MF_EXT_DATA, 0, 0])
+        msg.mflags = bytes([msg.mflags[0] | bc.MF_EXT_DATA, 0, 0])
         if self.myself.hostname:
             msg.extensions.append(bc.hostname_extension(self.myself.hostname))
         self.send(handler, msg)
+
+    def broadcast_pong(self, local_replicas: bool) -> None:
+        """clusterBroadcastPong: to every node, or to the other replicas of our master."""
+        me = self.myself
+        for node in list(self.state.nodes.values()):
+            if node.link is None or node.flags & (bc.F_MYSELF | bc.F_HANDSHAKE):
+                continue
+            if local_replicas and not (node.is_replica and node.slaveof is not None
+                                       and node.slaveof is me.slaveof):
+                continue
+            self.send_ping(node.link, bc.PONG)
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(callback)
+        except RuntimeError:
+            callback()
 
     def send_fail(self, node: ClusterNode) -> None:
         msg = self.header(bc.FAIL)
@@ -354,14 +390,17 @@ class ClusterBus:
 
     def publish(self, channel: bytes, message: bytes, shard: bool = False) -> None:
         """clusterPropagatePublish: every node hears a PUBLISH; SPUBLISH stays in the
-        shard (this node's replicas: none until replication)."""
+        shard (our master, if any, and its replicas)."""
         msg = self.header(bc.PUBLISHSHARD if shard else bc.PUBLISH)
         msg.channel, msg.message = channel, message
         if not shard:
             self.broadcast(msg)
             return
-        for replica in self.myself.replicas:
-            self.send(replica.link, msg)
+        me = self.myself
+        master = me.slaveof if me.is_replica and me.slaveof is not None else me
+        for node in (master, *master.replicas):
+            if node is not me:
+                self.send(node.link, msg)
 
     # -- receiving ------------------------------------------------------------------------
     def process(self, handler: Handler, data: bytes) -> None:
@@ -396,6 +435,8 @@ class ClusterBus:
                 sender.config_epoch = msg.config_epoch
                 self.todo_later(TODO_SAVE_CONFIG | TODO_FSYNC_CONFIG)
             sender.repl_offset = msg.offset
+            if msg.mflags[0] & bc.MF_PAUSED:
+                self.failover.on_paused_offset(sender, msg)
         mtype = msg.type
         if mtype in (bc.PING, bc.MEET):
             self._learn_my_ip(handler, mtype)
@@ -426,6 +467,12 @@ class ClusterBus:
                 return
             if self.deliver_publish is not None:
                 self.deliver_publish(msg.channel, msg.message, mtype == bc.PUBLISHSHARD)
+        elif mtype == bc.FAILOVER_AUTH_REQUEST:
+            self.failover.on_auth_request(sender, msg)
+        elif mtype == bc.FAILOVER_AUTH_ACK:
+            self.failover.on_auth_ack(sender, msg)
+        elif mtype == bc.MFSTART:
+            self.failover.on_mfstart(sender, handler)
         elif mtype == bc.UPDATE:
             if sender is None:
                 return
@@ -490,10 +537,8 @@ class ClusterBus:
             return True
         if msg.slaveof is None:
             self.set_node_as_master(sender)
-        # a replica sender: replication is not there yet; its role is recorded as sent
-        elif not sender.is_replica:
-            sender.flags = (sender.flags & ~bc.F_MASTER) | bc.F_SLAVE
-            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
+        else:
+            self.set_node_as_replica(sender, msg.slaveof)
         sender_master = sender if sender.is_master else sender.slaveof
         dirty = sender_master is not None and bytes(sender_master.slots) != msg.myslots
         if dirty:
@@ -543,15 +588,6 @@ class ClusterBus:
         node.flags &= ~bc.F_NOADDR
         log.warning("Address updated for node %s, now %s:%d", node.name, ip, node.port)
         return True
-
-    def set_node_as_master(self, node: ClusterNode) -> None:
-        if node.is_master:
-            return
-        if node.slaveof is not None and node in node.slaveof.replicas:
-            node.slaveof.replicas.remove(node)
-        node.flags = (node.flags & ~bc.F_SLAVE) | bc.F_MASTER
-        node.slaveof = None
-        self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
 
     def process_gossip(self, msg: bc.Message, sender: ClusterNode | None,
                        trusted: bool = False) -> None:
@@ -629,32 +665,95 @@ class ClusterBus:
 
     # -- slots and epochs -----------------------------------------------------------------
     def update_slots_with(self, sender: ClusterNode, epoch: int, slots: bytes) -> None:
-        """clusterUpdateSlotsConfigWith: slots move to a claimer with a greater epoch."""
+        """clusterUpdateSlotsConfigWith: slots move to a claimer with a greater epoch; a
+        master left without slots (or the replica of one) follows the claimer as replica."""
         state = self.state
         me = self.myself
         if sender is me:
             log.info("Discarding UPDATE message about myself.")
             return
+        curmaster = me if me.is_master else me.slaveof
+        claimed_all = int.from_bytes(slots, "little")
+        sender_slots = claimed_all.bit_count()
         # only the slots it claims and does not own yet can change hands
-        claimed = int.from_bytes(slots, "little") & ~int.from_bytes(sender.slots, "little")
+        claimed = claimed_all & ~int.from_bytes(sender.slots, "little")
         dirty_slots = []
         changed = False
+        new_master = None
+        migrated_ours = 0
         for first, last in bit_ranges(claimed):
             for slot in range(first, last + 1):
                 owner = state.slots[slot]
                 if slot not in state.importing and (owner is None or owner.config_epoch < epoch):
                     if owner is me and self.count_keys_in_slot(slot):
                         dirty_slots.append(slot)
+                    if owner is not None and owner is curmaster:
+                        new_master = sender
+                        migrated_ours += 1
                     state.del_slot(slot)
                     state.add_slot(sender, slot)
                     changed = True
         if changed:
             self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
-        if me.numslots == 0 and changed:
-            log.warning("Configuration change detected: this master lost all its slots "
-                        "(becoming a replica waits for replication support)")
-        for slot in dirty_slots:
-            self.del_keys_in_slot(slot)
+        if new_master is not None and curmaster is not None and curmaster.numslots == 0 and (
+                self.config.cluster_allow_replica_migration or sender_slots == migrated_ours):
+            log.warning("Configuration change detected. Reconfiguring myself as a replica "
+                        "of %s", sender.name)
+            self.set_my_master(sender)
+            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
+        elif me.slaveof is not None and me.slaveof.slaveof is not None and \
+                me.slaveof.slaveof is not me:
+            log.warning("I'm a sub-replica! Reconfiguring myself as a replica of grandmaster "
+                        "%s", me.slaveof.slaveof.name)
+            self.set_my_master(me.slaveof.slaveof)
+            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_FSYNC_CONFIG)
+        else:
+            for slot in dirty_slots:
+                self.del_keys_in_slot(slot)
+
+    # -- roles ----------------------------------------------------------------------------
+    def set_my_master(self, node: ClusterNode) -> None:
+        """clusterSetMaster: this node (without slots) replicates ``node``."""
+        me = self.myself
+        state = self.state
+        if me.is_master:
+            me.flags = (me.flags & ~(bc.F_MASTER | bc.F_MIGRATE_TO)) | bc.F_SLAVE
+            state.migrating.clear()
+            state.importing.clear()
+        elif me.slaveof is not None and me in me.slaveof.replicas:
+            me.slaveof.replicas.remove(me)
+        me.slaveof = node
+        state.add_replica(node, me)
+        self.replicate(node.ip, node.port)
+        self.failover.reset_manual()
+
+    def set_node_as_master(self, node: ClusterNode) -> None:
+        """clusterSetNodeAsMaster."""
+        if node.is_master:
+            return
+        if node.slaveof is not None:
+            if node in node.slaveof.replicas:
+                node.slaveof.replicas.remove(node)
+            if node is not self.myself:
+                node.flags |= bc.F_MIGRATE_TO
+        node.flags = (node.flags & ~bc.F_SLAVE) | bc.F_MASTER
+        node.slaveof = None
+        self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
+
+    def set_node_as_replica(self, sender: ClusterNode, master_name: bytes) -> None:
+        """A PING/PONG sender announcing a master: a master turned replica loses its
+        slots; its master's replica list follows."""
+        if sender.is_master:
+            self.state.del_node_slots(sender)
+            sender.flags = (sender.flags & ~(bc.F_MASTER | bc.F_MIGRATE_TO)) | bc.F_SLAVE
+            self.todo_later(TODO_SAVE_CONFIG | TODO_UPDATE_STATE)
+        master = self.state.lookup(master_name.decode("latin-1"))
+        if master is not None and sender.slaveof is not master:
+            if sender.slaveof is not None and sender in sender.slaveof.replicas:
+                sender.slaveof.replicas.remove(sender)
+            self.state.add_replica(master, sender)
+            sender.slaveof = master
+            self.todo_later(TODO_SAVE_CONFIG)
 
     def handle_epoch_collision(self, sender: ClusterNode) -> None:
         me = self.myself
@@ -782,6 +881,12 @@ class ClusterBus:
                 log.debug("*** NODE %s possibly failing", node.name)
                 node.flags |= bc.F_PFAIL
                 update = True
+        me = self.myself
+        master = me.slaveof
+        if me.is_replica and master is not None and master.has_addr and master.ip and \
+                not self.is_replicating():
+            self.replicate(master.ip, master.port)  # e.g. a replica restarted from nodes.conf
+        self.failover.cron()
         if update or state.state == STATE_FAIL:
             self.update_state()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from typing import Any
 
 from pykv.cluster import bus_codec as bc
@@ -17,6 +18,7 @@ from pykv.cluster.router import Router
 from pykv.cluster.slot_index import SlotIndex
 from pykv.cluster.state import ClusterNode, ClusterState, random_name
 from pykv.config.runtime import TLS_CONTEXT_SETTINGS
+from pykv.replication import role
 
 log = logging.getLogger("pykv")
 
@@ -50,6 +52,7 @@ def install(server: Any) -> Router | None:
     bus.del_keys_in_slot = lambda slot: _del_keys_in_slot(server, slot)
     bus.deliver_publish = lambda channel, message, shard: (
         server.pubsub.spublish if shard else server.pubsub.publish)(channel, message)
+    _plug_replication(server, bus)
     bus.refresh_myself()
     for name in (*TLS_CONTEXT_SETTINGS, *CLIENT_SETTINGS, "tls-cluster"):
         cfg.on_change(name, lambda _value: _tls_changed(bus))
@@ -93,3 +96,32 @@ def _del_keys_in_slot(server: Any, slot: int) -> int:
         if db0.delete(key) and server.propagate is not None:
             server.propagate(0, [b"DEL", key])
     return len(keys)
+
+
+def _plug_replication(server: Any, bus: ClusterBus) -> None:
+    """The bus reaches replication through these: REPLICAOF ip port for a replica (Redis's
+    replicationSetMaster), REPLICAOF NO ONE when elected, the offset and data age an
+    election ranks by, and the write pause of a manual failover."""
+
+    def replicate(host: str, port: int) -> None:
+        role.set_master(server, host, port)
+
+    def data_age() -> int:
+        link = server.master_link
+        if link is None:
+            return 0
+        now = time.time()
+        if link.master_client is not None:
+            return int((now - link.last_io) * 1000)
+        # down since it went down; never up: as Redis (repl_down_since 0), too old to elect
+        return int((now - link.down_since) * 1000)
+
+    def pause(on: bool, ms: int = 0) -> None:
+        server.pause_for_failover(on)
+
+    bus.replicate = replicate
+    bus.stop_replicating = lambda: role.unset_master(server)
+    bus.is_replicating = lambda: server.master_link is not None
+    bus.replica_offset = lambda: server.repl.master_repl_offset
+    bus.master_data_age = data_age
+    bus.pause_writes = pause

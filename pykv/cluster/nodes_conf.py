@@ -193,7 +193,7 @@ def parse(text: str) -> ClusterState:
         if master is None:
             master = nodes[master_name] = ClusterNode(master_name, bc.F_MASTER | bc.F_NOADDR)
         node.slaveof = master
-        master.replicas.append(node)
+        state.add_replica(master, node)
     for node, entries in pending_slots:
         for entry in entries:
             if entry.startswith("["):

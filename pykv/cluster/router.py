@@ -76,7 +76,7 @@ class Router:
                 client.cluster_asking = ASKING_NOW
             elif client.multi is None:
                 client.cluster_asking = asking = 0
-        if client.replaying:
+        if client.replaying or client.is_master:  # our master's stream is never redirected
             return None
         kind = self._kinds.get(cmd)
         if kind is None:

@@ -69,6 +69,7 @@ class ClusterNode:
         self.data_received = 0
         self.fail_time = 0
         self.voted_time = 0
+        self.orphaned_time = 0
         self.repl_offset = 0
         self.ip = ""
         self.hostname = ""
@@ -195,6 +196,13 @@ class ClusterState:
                 self.del_slot(slot)
                 deleted += 1
         return deleted
+
+    @staticmethod
+    def add_replica(master: ClusterNode, replica: ClusterNode) -> None:
+        """clusterNodeAddSlave: a master that had a replica is a migration target."""
+        if replica not in master.replicas:
+            master.replicas.append(replica)
+        master.flags |= bc.F_MIGRATE_TO
 
     def masters_serving(self) -> list[ClusterNode]:
         return [n for n in self.nodes.values() if n.is_master and n.numslots]

@@ -7,8 +7,9 @@ subcommand checks. With ``cluster-enabled yes`` ``server.cluster`` is the node's
 ``pykv.cluster.router.Router`` and each subcommand is Redis 7.0's clusterCommand branch of
 the same name, over its ``ClusterBus`` and ``ClusterState``.
 
-Replication is not there yet: CLUSTER REPLICATE and FAILOVER answer an error saying so, and
-CLUSTER REPLICAS/SLAVES list the replicas other nodes announced (none from pykv nodes).
+CLUSTER REPLICATE makes this node a replica through the bus (``set_my_master``, which
+REPLICAOFs the master); CLUSTER FAILOVER starts the manual failover of
+``pykv.cluster.failover``.
 """
 from __future__ import annotations
 
@@ -65,6 +66,14 @@ def _slot_arg(arg: bytes) -> int | None:
 
 def _lookup(bus: busmod.ClusterBus, arg: bytes) -> ClusterNode | None:
     return bus.state.lookup(_s(arg))
+
+
+def _known(bus: busmod.ClusterBus, arg: bytes) -> tuple[ClusterNode, errors.ErrorReply | None]:
+    """The node named ``arg``, or Redis's ``Unknown node <name>`` error."""
+    node = _lookup(bus, arg)
+    if node is None:
+        return bus.myself, _err(f"Unknown node {_s(arg)}")
+    return node, None
 
 
 # -- information -------------------------------------------------------------------------
@@ -143,10 +152,18 @@ def _slots(c, bus, argv):
         for start, end in slot_ranges(node.slots):
             entry = [start, end, _node_entry(c, c.server.cluster, node)]
             for replica in node.replicas:
-                if not replica.failed:
+                if _replica_available(bus, replica):
                     entry.append(_node_entry(c, c.server.cluster, replica))
             out.append(entry)
     return out
+
+
+def _replica_available(bus, node: ClusterNode) -> bool:
+    """isReplicaAvailable: not failed, and it has replicated something (offset > 0)."""
+    if node.failed:
+        return False
+    offset = bus.replica_offset() if node is bus.myself else node.repl_offset
+    return offset != 0
 
 
 def _shard_node(c, bus, node: ClusterNode) -> dict:
@@ -227,16 +244,16 @@ def _getkeysinslot(c, bus, argv):
 
 
 def _count_failure_reports(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     return bus.failure_reports(node)
 
 
 def _replicas(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     if node.is_replica:
         return _err("The specified node is not a master")
     return [bus.state.describe(r).encode() for r in node.replicas]
@@ -262,9 +279,9 @@ def _meet(c, bus, argv):
 
 
 def _forget(c, bus, argv):
-    node = _lookup(bus, argv[2])
-    if node is None:
-        return _err(f"Unknown node {_s(argv[2])}")
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
     if node is bus.myself:
         return _err("I tried hard but I can't forget myself...")
     if bus.myself.is_replica and bus.myself.slaveof is node:
@@ -287,6 +304,11 @@ def _reset(c, bus, argv):
     if bus.myself.is_master and len(c.server.dbs[0]):
         return _err("CLUSTER RESET can't be called with master nodes containing keys")
     state = bus.state
+    if bus.myself.is_replica:  # a master again, with an empty dataset
+        bus.set_node_as_master(bus.myself)
+        bus.stop_replicating()
+        for db in c.server.dbs:
+            db.clear()
     state.migrating.clear()
     state.importing.clear()
     for slot in range(CLUSTER_SLOTS):
@@ -453,8 +475,39 @@ def _bumpepoch(c, bus, argv):
     return SimpleString(f"{'BUMPED' if bumped else 'STILL'} {bus.myself.config_epoch}".encode())
 
 
-def _needs_replication(c, bus, argv):
-    return errors.CLUSTER_NO_REPLICATION
+# -- replicas and failover ---------------------------------------------------------------
+def _replicate(c, bus, argv):
+    node, err = _known(bus, argv[2])
+    if err is not None:
+        return err
+    if node is bus.myself:
+        return _err("Can't replicate myself")
+    if node.is_replica:
+        return _err("I can only replicate a master, not a replica.")
+    if bus.myself.is_master and (bus.myself.numslots or len(c.server.dbs[0])):
+        return _err("To set a master the node must be empty and without assigned slots.")
+    bus.set_my_master(node)
+    bus.todo_later(busmod.TODO_UPDATE_STATE | busmod.TODO_SAVE_CONFIG)
+    return OK
+
+
+def _failover(c, bus, argv):
+    mode = ""
+    if len(argv) == 3:
+        mode = argv[2].lower().decode("latin-1")
+        if mode not in ("force", "takeover"):
+            return errors.SYNTAX
+    elif len(argv) > 3:
+        return errors.subcommand_syntax(argv[1], argv[0])
+    me = bus.myself
+    if me.is_master:
+        return _err("You should send CLUSTER FAILOVER to a replica")
+    if me.slaveof is None:
+        return _err("I'm a replica but my master is unknown to me")
+    if not mode and (me.slaveof.failed or me.slaveof.link is None):
+        return _err("Master is down or failed, please use CLUSTER FAILOVER FORCE")
+    bus.failover.start_manual(mode)
+    return OK
 
 
 _SUBCOMMANDS = {
@@ -469,5 +522,5 @@ _SUBCOMMANDS = {
     "delslotsrange": lambda c, bus, argv: _slot_ranges_or_del(c, bus, argv, False),
     "flushslots": _flushslots, "setslot": _setslot, "saveconfig": _saveconfig,
     "set-config-epoch": _set_config_epoch, "bumpepoch": _bumpepoch,
-    "replicate": _needs_replication, "failover": _needs_replication,
+    "replicate": _replicate, "failover": _failover,
 }

@@ -23,6 +23,8 @@ _ALREADY = SimpleString(errors.ALREADY_CONNECTED)
 @command("replicaof", "slaveof")
 def replicaof(c, argv):
     server = c.server
+    if getattr(server, "cluster", None) is not None:
+        return errors.REPLICAOF_IN_CLUSTER
     if getattr(getattr(server, "replicas", None), "failover_state", "no-failover") \
             != "no-failover":
         return errors.REPLICAOF_DURING_FAILOVER

@@ -227,5 +227,7 @@ def load_config(argv: list[str], log: Callable[[str], None] | None = None,
     if cmdline.options:
         text += "\n" + cmdline.options
     apply_config_text(config, text, _LoadState(command_exists))
+    if config.cluster_enabled and config.replicaof:  # Redis's sanity check, no line given
+        raise fatal("replicaof directive not allowed in cluster mode")
     _check_logfile(config)
     return config

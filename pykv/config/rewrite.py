@@ -124,6 +124,9 @@ def rewrite_state(config: Config, path: str) -> RewriteState:
     state = read_old_file(path, set(BY_NAME))
     for entry in ENTRIES:
         value = getattr(config, entry.attr)
+        if entry.name == "replicaof" and config.cluster_enabled:
+            state.processed.add(entry.name)  # as Redis: a cluster replica's master is in
+            continue  # nodes.conf, never a replicaof line
         result = codec_for(entry).rewrite(entry, entry.name, value)
         for one in result if isinstance(result, list) else [result]:
             _apply(state, entry.name, one)

@@ -586,7 +586,8 @@ class Master:
         self._cron_loops += 1
         cfg = self.server.config
         if self.replicas and self._cron_loops % max(1, cfg.repl_ping_replica_period) == 0 \
-                and self.failover.state == NO_FAILOVER:  # a PING would move the target
+                and self.failover.state == NO_FAILOVER \
+                and not self.server.pause_failover:  # a PING would move the target offset
             self.stream.feed(self.stream.seldb, _PING)
         for rep in list(self.replicas):
             client = rep.client

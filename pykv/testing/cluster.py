@@ -1,9 +1,10 @@
-"""A Redis Cluster of pykv masters for tests: ``with Cluster(3) as cluster:``.
+"""A Redis Cluster of pykv nodes for tests: ``with Cluster(3, replicas=1) as cluster:``.
 
 Each node is a ``pykv.testing.Server`` (a subprocess) with ``cluster-enabled yes`` and its
 own free bus port (``cluster-port``). ``start()`` does what ``redis-cli --cluster create``
 does — the 16384 slots split evenly, a distinct config epoch per node, every node MEETs the
-first — then waits until every node knows every other and reports ``cluster_state:ok``.
+first, each replica is given its master with CLUSTER REPLICATE — then waits until every
+node knows every other, reports ``cluster_state:ok`` and every replica's link is up.
 ``client()`` is a ``redis.cluster.RedisCluster`` that follows MOVED/ASK like any cluster
 client; ``clients()`` are plain ``redis.Redis`` per node. No redis binary is needed.
 """
@@ -26,7 +27,9 @@ class ClusterError(RuntimeError):
 
 
 class Cluster:
-    """``masters`` pykv masters on free ports on ``host``, formed into one cluster.
+    """``masters`` pykv masters on free ports on ``host``, formed into one cluster, with
+    ``replicas`` replicas each (``nodes`` lists the masters first, then the replicas: the
+    replica ``masters + i`` replicates master ``i % masters``).
 
     ``node_timeout`` is ``cluster-node-timeout`` (ms); ``config`` is passed to every
     node; ``start_timeout`` bounds the wait for ``cluster_state:ok``.
@@ -34,14 +37,20 @@ class Cluster:
 
     def __init__(self, masters: int = 3, host: str = "127.0.0.1",
                  config: Mapping[str, Any] | None = None, node_timeout: int = 2000,
-                 start_timeout: float = 30.0, keep_dir: bool = False) -> None:
+                 start_timeout: float = 30.0, keep_dir: bool = False,
+                 replicas: int = 0) -> None:
         if not 1 <= masters <= SLOTS:
             raise ValueError("a cluster needs between 1 and 16384 masters")
+        if replicas < 0:
+            raise ValueError("replicas must not be negative")
         self.host = host
         self.start_timeout = start_timeout
+        self.masters = masters
         self.nodes: list[Server] = []
-        for _ in range(masters):
+        for _ in range(masters * (1 + replicas)):
+            # replicas sync at once (not after Redis's 5 s diskless delay)
             cfg = {"cluster-enabled": "yes", "cluster-node-timeout": node_timeout,
+                   "repl-diskless-sync-delay": 0,
                    "cluster-port": free_port(host), **dict(config or {})}
             self.nodes.append(Server(host=host, config=cfg, keep_dir=keep_dir))
 
@@ -69,16 +78,28 @@ class Cluster:
                 node.config["cluster-port"] = free_port(self.host)
 
     def _create(self) -> None:
-        count = len(self.nodes)
+        count = self.masters
         clients = self.clients()
-        for i, client in enumerate(clients):
+        for i, client in enumerate(clients[:count]):
             first, last = i * SLOTS // count, (i + 1) * SLOTS // count - 1
             client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+        for i, client in enumerate(clients):
             client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", i + 1)
         head = self.nodes[0]
         for client in clients[1:]:
             client.execute_command("CLUSTER", "MEET", self.host, head.port,
                                    head.config["cluster-port"])
+        ids = [client.execute_command("CLUSTER", "MYID") for client in clients[:count]]
+        deadline = time.monotonic() + self.start_timeout
+        for i, client in enumerate(clients[count:]):
+            while True:  # the replica must have learnt its master first
+                try:
+                    client.execute_command("CLUSTER", "REPLICATE", ids[i % count])
+                    break
+                except _redis_module("redis").ResponseError as exc:
+                    if "Unknown node" not in str(exc) or time.monotonic() > deadline:
+                        raise ClusterError(f"CLUSTER REPLICATE failed: {exc}") from None
+                    time.sleep(0.05)
         for client in clients:
             client.close()
 
@@ -88,10 +109,14 @@ class Cluster:
         want = f"cluster_known_nodes:{len(self.nodes)}"
         while True:
             views = {}
+            links_up = True
             for node in self.nodes:
                 with node.client(decode_responses=True) as client:
                     views[node.port] = client.execute_command("CLUSTER", "INFO")
-            if all("cluster_state:ok" in v and want in v for v in views.values()):
+                    if node in self.replica_nodes:
+                        links_up = links_up and \
+                            client.info("replication").get("master_link_status") == "up"
+            if links_up and all("cluster_state:ok" in v and want in v for v in views.values()):
                 return
             if time.monotonic() > deadline:
                 summary = "; ".join(f"{port}: {v.splitlines()[0]}, "
@@ -125,6 +150,14 @@ class Cluster:
         for client in self.clients():
             client.flushall()
             client.close()
+
+    @property
+    def master_nodes(self) -> list[Server]:
+        return self.nodes[:self.masters]
+
+    @property
+    def replica_nodes(self) -> list[Server]:
+        return self.nodes[self.masters:]
 
     @property
     def ports(self) -> list[int]:

@@ -15,6 +15,9 @@ Fixtures:
                          (``cluster_state:ok`` before the first test that uses it).
 ``pykv_cluster_client``  a ``redis.cluster.RedisCluster`` on that cluster, every node
                          flushed first; closed after the test.
+``pykv_cluster_replicas`` three pykv masters with one replica each for the session
+                         (``Cluster(3, replicas=1)``; ``replica_nodes[i]`` replicates
+                         ``master_nodes[i]``).
 
 Under pytest-xdist every worker is its own session, so each worker gets its own server
 (``pykv.testing.Server`` retries on another port if two workers picked the same one).
@@ -160,6 +163,14 @@ def pykv_server_factory(request: pytest.FixtureRequest) -> Iterator[Callable[...
 def pykv_cluster() -> Iterator[Cluster]:
     """Three pykv masters formed into one Redis Cluster, shared by the session."""
     with Cluster(3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def pykv_cluster_replicas() -> Iterator[Cluster]:
+    """Three pykv masters with one replica each, shared by the session (replicas' links up
+    before the first test uses it)."""
+    with Cluster(3, replicas=1) as cluster:
         yield cluster
 
 

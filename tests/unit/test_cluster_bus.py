@@ -49,6 +49,11 @@ def _name() -> str:
 
 @pytest.fixture
 def bus(tmp_path):
+    return new_bus(tmp_path)
+
+
+def new_bus(tmp_path) -> ClusterBus:
+    """A bus for a master ``mmm...`` with no event loop and no sockets."""
     me = ClusterNode("m" * 40, bc.F_MYSELF | bc.F_MASTER)
     me.ip, me.port, me.cport = "10.0.0.1", 7000, 17000
     b = ClusterBus(FakeServer(tmp_path), ClusterState(me), str(tmp_path / "nodes.conf"))
@@ -175,6 +180,7 @@ def test_slots_move_to_the_greater_config_epoch_and_stale_claims_get_an_update(b
 def test_update_message_rebinds_slots_and_drops_the_keys_this_node_lost(bus):
     owner, handler = _known(bus, _name(), 2)
     bus.state.add_slot(bus.myself, 20)
+    bus.state.add_slot(bus.myself, 21)  # kept: a master left without slots would follow
     bus.myself.config_epoch = 1
     dropped = []
     bus.count_keys_in_slot = lambda slot: 3
