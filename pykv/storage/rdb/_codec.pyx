@@ -10,7 +10,7 @@
   makes the choices Redis's liblzf makes, so compressed strings are Redis's bytes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -96,6 +96,22 @@ DEF MAX_OFF = 8192
 DEF MAX_REF = 264  # 7 + 255 + 2
 
 
+# The hash table is kept between calls instead of being cleared (256 KiB) for each string:
+# a slot counts as empty (0, as in a cleared table) unless its stamp is this call's.
+cdef uint32_t _htab[1 << LZF_HLOG]
+cdef uint16_t _stamp[1 << LZF_HLOG]
+cdef uint16_t _generation = 0
+
+
+cdef inline uint32_t _lzf_get(uint32_t slot) noexcept:
+    return _htab[slot] if _stamp[slot] == _generation else 0
+
+
+cdef inline void _lzf_set(uint32_t slot, uint32_t ip) noexcept:
+    _htab[slot] = ip
+    _stamp[slot] = _generation
+
+
 cdef inline uint32_t _lzf_idx(uint32_t h) noexcept:
     """liblzf's table slot for the hash of the 3 bytes in ``h``'s low 24 bits."""
     return ((h >> (24 - LZF_HLOG)) - h * 5) & ((1 << LZF_HLOG) - 1)
@@ -124,16 +140,17 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
     cdef Py_ssize_t n = src.shape[0]
     if max_out < 0:
         max_out = n + n // 16 + 64
-    cdef uint32_t *htab = <uint32_t *>malloc(sizeof(uint32_t) << LZF_HLOG)
+    global _generation
     cdef uint8_t *out = <uint8_t *>malloc(max_out + 4)
     cdef const uint8_t *p = &src[0] if n else NULL
     cdef Py_ssize_t ip = 0, op = 1, lit = 0, ref, off, length, maxlen
     cdef uint32_t hval, slot
-    if htab == NULL or out == NULL:
-        free(htab)
-        free(out)
+    if out == NULL:
         raise MemoryError()
-    memset(htab, 0, sizeof(uint32_t) << LZF_HLOG)
+    _generation += 1
+    if _generation == 0:  # wrapped: every old stamp could be taken for this call's
+        memset(_stamp, 0, sizeof(_stamp))
+        _generation = 1
     try:
         if n == 0:
             return b""
@@ -141,8 +158,8 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
         while ip < n - 2:
             hval = (hval << 8) | p[ip + 2]
             slot = _lzf_idx(hval)
-            ref = htab[slot]
-            htab[slot] = <uint32_t>ip
+            ref = _lzf_get(slot)
+            _lzf_set(slot, <uint32_t>ip)
             off = ip - ref - 1
             if (ref > 0 and off < MAX_OFF and p[ref] == p[ip] and p[ref + 1] == p[ip + 1]
                     and p[ref + 2] == p[ip + 2]):
@@ -174,10 +191,10 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
                 ip -= 2
                 hval = (<uint32_t>p[ip] << 8) | p[ip + 1]
                 hval = (hval << 8) | p[ip + 2]
-                htab[_lzf_idx(hval)] = <uint32_t>ip
+                _lzf_set(_lzf_idx(hval), <uint32_t>ip)
                 ip += 1
                 hval = (hval << 8) | p[ip + 2]
-                htab[_lzf_idx(hval)] = <uint32_t>ip
+                _lzf_set(_lzf_idx(hval), <uint32_t>ip)
                 ip += 1
             else:
                 if op >= max_out:
@@ -193,5 +210,4 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
         op -= lit == 0
         return PyBytes_FromStringAndSize(<char *>out, op)
     finally:
-        free(htab)
         free(out)
