@@ -24,6 +24,7 @@ PYX_MODULES = [
     "pykv/protocol/_writer.pyx",
     "pykv/storage/rdb/_codec.pyx",
     "pykv/storage/rdb/_rio.pyx",
+    "pykv/storage/rdb/_load.pyx",
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
     "pykv/server/_core.pyx",

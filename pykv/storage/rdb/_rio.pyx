@@ -34,9 +34,6 @@ class RdbShortRead(RdbFormatError):
 cdef class RdbWriter:
     """Appends RDB primitives to ``buf``."""
 
-    cdef public bytearray buf
-    cdef public bint compress
-
     def __init__(self, compress=True):
         self.buf = bytearray()
         self.compress = compress
@@ -110,10 +107,6 @@ cdef class RdbWriter:
 
 cdef class RdbReader:
     """Reads RDB primitives from a bytes-like buffer, advancing ``pos``."""
-
-    cdef public object data
-    cdef public Py_ssize_t pos
-    cdef const unsigned char[:] view
 
     def __init__(self, data, Py_ssize_t pos=0):
         self.data = data

@@ -26,11 +26,17 @@ from typing import Any
 
 from pykv.storage.rdb._rio import RdbFormatError, RdbShortRead
 
-__all__ = ["EmptyKey", "Integrity", "RdbFormatError", "RdbShortRead", "strtod"]
+__all__ = ["EmptyKey", "Integrity", "RdbFormatError", "RdbLoadAborted", "RdbShortRead",
+           "strtod"]
 
 
 class EmptyKey(RdbFormatError):
     """A value with no elements: skipped when loading a file, refused by RESTORE."""
+
+
+class RdbLoadAborted(RdbFormatError):
+    """The loader refused a key (a database past ``databases``, a duplicate key): Redis
+    logs just the reason and exits."""
 
 
 class Integrity:
