@@ -54,6 +54,7 @@ COMPILED_PY_MODULES = [
     "pykv/storage/rdb/file.py",
     "pykv/storage/rdb/objects.py",
     "pykv/storage/value_types.py",
+    "pykv/storage/memory.py",
     "pykv/storage/aof.py",
     "pykv/commands/streams.py",
     "pykv/storage/stream_type.py",
