@@ -14,14 +14,15 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-cdef uint64_t _TABLE[256]
+# slicing-by-8 (as Redis 7's crcspeed): _TABLE[k][b] is byte b's CRC followed by k zero bytes
+cdef uint64_t _TABLE[8][256]
 cdef bint _table_ready = False
 
 
 cdef void _init_table() noexcept:
     cdef uint64_t poly = 0x95ac9329ac4bc9b5ULL  # 0xad93d23594c935a9 bit-reversed
     cdef uint64_t crc
-    cdef int i, j
+    cdef int i, j, k
     for i in range(256):
         crc = i
         for j in range(8):
@@ -29,18 +30,37 @@ cdef void _init_table() noexcept:
                 crc = (crc >> 1) ^ poly
             else:
                 crc >>= 1
-        _TABLE[i] = crc
+        _TABLE[0][i] = crc
+    for i in range(256):
+        crc = _TABLE[0][i]
+        for k in range(1, 8):
+            crc = _TABLE[0][crc & 0xFF] ^ (crc >> 8)
+            _TABLE[k][i] = crc
 
 
 def crc64(uint64_t crc, const uint8_t[:] data) -> int:
     """Continue a Redis CRC-64 over ``data`` (start with ``crc=0``)."""
     global _table_ready
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i = 0, n = data.shape[0]
+    cdef const uint8_t *p
     if not _table_ready:
         _init_table()
         _table_ready = True
-    for i in range(data.shape[0]):
-        crc = _TABLE[(crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+    if n == 0:
+        return crc
+    p = &data[0]
+    while n - i >= 8:
+        crc ^= (<uint64_t>p[i] | <uint64_t>p[i + 1] << 8 | <uint64_t>p[i + 2] << 16 |
+                <uint64_t>p[i + 3] << 24 | <uint64_t>p[i + 4] << 32 | <uint64_t>p[i + 5] << 40 |
+                <uint64_t>p[i + 6] << 48 | <uint64_t>p[i + 7] << 56)
+        crc = (_TABLE[7][crc & 0xFF] ^ _TABLE[6][(crc >> 8) & 0xFF] ^
+               _TABLE[5][(crc >> 16) & 0xFF] ^ _TABLE[4][(crc >> 24) & 0xFF] ^
+               _TABLE[3][(crc >> 32) & 0xFF] ^ _TABLE[2][(crc >> 40) & 0xFF] ^
+               _TABLE[1][(crc >> 48) & 0xFF] ^ _TABLE[0][crc >> 56])
+        i += 8
+    while i < n:
+        crc = _TABLE[0][(crc ^ p[i]) & 0xFF] ^ (crc >> 8)
+        i += 1
     return crc
 
 
