@@ -46,11 +46,65 @@ cdef long long _le(RdbReader r, int width) except? -1:
     return <long long>u
 
 
+cdef class KeyStore:
+    """The per-key callback of an RDB load (``on_key`` of ``parse_body``), compiled: stores
+    ``key`` in database ``db_id`` of ``dbs`` (its ``data``/``expires`` mappings, the
+    cluster slot index, the memory accounting's dirty set) and counts it in the owner's
+    ``loaded_keys``/``expired_keys``; see ``RdbPersistence.key_loader``."""
+
+    cdef list dbs
+    cdef object owner, config, delay
+    cdef bint replace, skip_expired
+    cdef long long now_ms
+
+    def __init__(self, owner, list dbs, config, bint replace, bint skip_expired,
+                 long long now_ms, delay):
+        self.owner = owner
+        self.dbs = dbs
+        self.config = config
+        self.replace = replace
+        self.skip_expired = skip_expired
+        self.now_ms = now_ms
+        self.delay = delay
+
+    def __call__(self, long long db_id, bytes key, value, long long expire_ms, long long idle):
+        self.store(db_id, key, value, expire_ms)
+
+    cdef int store(self, long long db_id, bytes key, value, long long expire_ms) except -1:
+        cdef Py_ssize_t n = len(self.dbs)
+        if db_id >= n:
+            raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
+                                 f"configured to handle more than {n} "
+                                 f"databases. Exiting")
+        owner = self.owner
+        if self.skip_expired and 0 <= expire_ms < self.now_ms:
+            owner.expired_keys += 1
+            return 0
+        db = self.dbs[db_id]
+        data = db.data
+        if not self.replace and key in data:
+            raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
+        data[key] = value
+        slots = db.slot_index
+        if slots is not None:  # cluster mode: the keys per slot
+            slots.add(key)
+        db.mem_dirty.add(key)
+        if expire_ms >= 0:
+            db.expires[key] = expire_ms
+        owner.loaded_keys += 1
+        delay = self.config.key_load_delay
+        if delay:
+            self.delay(delay)
+        return 0
+
+
 def parse_body(RdbReader r, contents, config, integrity, on_key, on_aux):
     cdef long long db = 0, expire = -1, idle = -1, keys = 0
     cdef int op
     cdef bint empty
     cdef bytes key
+    # the usual callback is called straight in C; any other through Python
+    cdef KeyStore store = on_key if isinstance(on_key, KeyStore) else None
     while True:
         op = r.byte()
         if op < OP_FUNCTION2:
@@ -69,7 +123,10 @@ def parse_body(RdbReader r, contents, config, integrity, on_key, on_aux):
                                     key.decode("utf-8", "replace"))
             if not empty:
                 try:
-                    on_key(db, key, value, expire, idle)
+                    if store is not None:
+                        store.store(db, key, value, expire)
+                    else:
+                        on_key(db, key, value, expire, idle)
                 except RdbFormatError as exc:
                     raise RdbLoadAborted(str(exc)) from None
             expire = -1
@@ -103,50 +160,3 @@ def parse_body(RdbReader r, contents, config, integrity, on_key, on_aux):
         else:  # OP_MODULE_AUX
             raise RdbFormatError("The RDB file contains AUX module data pykv can't load")
 
-
-cdef class KeyStore:
-    """The per-key callback of an RDB load (``on_key`` of ``parse_body``), compiled: stores
-    ``key`` in database ``db_id`` of ``dbs`` (its ``data``/``expires`` mappings, the
-    cluster slot index, the memory accounting's dirty set) and counts it in the owner's
-    ``loaded_keys``/``expired_keys``; see ``RdbPersistence.key_loader``."""
-
-    cdef list dbs
-    cdef object owner, config, delay
-    cdef bint replace, skip_expired
-    cdef long long now_ms
-
-    def __init__(self, owner, list dbs, config, bint replace, bint skip_expired,
-                 long long now_ms, delay):
-        self.owner = owner
-        self.dbs = dbs
-        self.config = config
-        self.replace = replace
-        self.skip_expired = skip_expired
-        self.now_ms = now_ms
-        self.delay = delay
-
-    def __call__(self, long long db_id, bytes key, value, long long expire_ms, long long idle):
-        cdef Py_ssize_t n = len(self.dbs)
-        if db_id >= n:
-            raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
-                                 f"configured to handle more than {n} "
-                                 f"databases. Exiting")
-        owner = self.owner
-        if self.skip_expired and 0 <= expire_ms < self.now_ms:
-            owner.expired_keys += 1
-            return
-        db = self.dbs[db_id]
-        data = db.data
-        if not self.replace and key in data:
-            raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
-        data[key] = value
-        slots = db.slot_index
-        if slots is not None:  # cluster mode: the keys per slot
-            slots.add(key)
-        db.mem_dirty.add(key)
-        if expire_ms >= 0:
-            db.expires[key] = expire_ms
-        owner.loaded_keys += 1
-        delay = self.config.key_load_delay
-        if delay:
-            self.delay(delay)
