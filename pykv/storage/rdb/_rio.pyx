@@ -398,8 +398,8 @@ cdef Py_ssize_t _entry_size(const unsigned char *p, Py_ssize_t pos, Py_ssize_t e
 def listpack_decode(bytes blob, bint check_count=True) -> list:
     """Every element of a listpack blob, integers rendered as decimal bytes.
 
-    The whole blob is validated as Redis's deep ``lpValidateIntegrity`` does (pykv keeps no
-    packed blob, so it reads every entry anyway): total size and terminator, each entry's
+    The whole blob is validated as Redis's deep ``lpValidateIntegrity`` does (pykv reads
+    every entry anyway): total size and terminator, each entry's
     encoding and bounds, each back-length against its entry, and the element count in the
     header (unless it is 65535, "unknown"; or ``check_count`` is False: Redis never looks
     at a stream node's count)."""

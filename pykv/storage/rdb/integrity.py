@@ -5,8 +5,9 @@ shallow checks always (headers, sizes, duplicates in plain encodings) and, when 
 checks are on, every entry of every packed blob. ``yes`` means deep everywhere; ``clients``
 means deep for RESTORE from ordinary clients but not while loading; ``no`` means shallow.
 A shallow Redis may store a damaged blob and trip over it later; pykv cannot, because it
-keeps no packed blobs at all: it decodes every entry into its own structures at load time,
-so every check Redis does deeply runs in pykv always, and what would leave a value that
+reads every entry of every packed blob at load time (a listpack hash or zset is kept as its
+buffer only after all its entries passed in ``listpack_adoptable_pairs``), so every check
+Redis does deeply runs in pykv always, and what would leave a value that
 no longer behaves as its contents say (duplicates, a wrong count, unsorted members, a NaN
 score, stream IDs out of order or a PEL entry without its consumer) is refused in every
 mode. The mode still decides what Redis's INFO counter ``dump_payload_sanitizations``
