@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
@@ -52,7 +53,8 @@ class BenchServer:
     in ``workdir`` (a fresh temporary one by default), pinned to the server CPU."""
 
     def __init__(self, kind: str, extra: list[str] | None = None, workdir: str | None = None,
-                 logfile: bool = False, start_timeout: float = 300) -> None:
+                 logfile: bool = False, start_timeout: float = 300,
+                 while_starting: Callable[[BenchServer], None] | None = None) -> None:
         self.kind = kind
         self.port = free_port()
         self.own_dir = workdir is None
@@ -74,11 +76,14 @@ class BenchServer:
                                      cwd=self.workdir)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
+            if while_starting is not None:  # e.g. a reading taken while the data loads
+                while_starting(self)
             try:
                 if self.call("PING", timeout=1).startswith(b"+PONG"):
                     return
             except OSError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)  # not up yet, or -LOADING: don't load the server with pings
         self.stop()
         raise RuntimeError(f"{kind} did not start")
 

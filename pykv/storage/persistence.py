@@ -20,7 +20,7 @@ from typing import Any
 
 from pykv import errors
 from pykv.storage.aof_load import EVENT_ITERATIONS, debug_delay
-from pykv.storage.rdb.encoding import RdbFormatError
+from pykv.storage.rdb._load import KeyStore
 from pykv.storage.rdb.file import parse_steps, serialize, write_atomically
 from pykv.util.steps import run_to_end
 
@@ -356,33 +356,9 @@ class RdbPersistence:
         A key already present is overwritten, or (``replace`` False) fails the load as a
         duplicate; already-expired keys are dropped when ``skip_expired`` (an AOF base keeps
         them, as Redis does: their DELs follow in the log)."""
-        dbs = self.server.dbs
-        config = self.server.config
-        now_ms = int(time.time() * 1000)
         self.loaded_keys = self.expired_keys = 0
-
-        def add(db_id: int, key: bytes, value: Any, expire_ms: int, idle: int) -> None:
-            if db_id >= len(dbs):
-                raise RdbFormatError(f"FATAL: Data file was created with a Redis server "
-                                     f"configured to handle more than {len(dbs)} "
-                                     f"databases. Exiting")
-            if skip_expired and 0 <= expire_ms < now_ms:
-                self.expired_keys += 1
-                return
-            db = dbs[db_id]
-            if not replace and key in db.data:
-                raise RdbFormatError(f"Duplicate key '{key!r}' found in RDB file")
-            db.data[key] = value
-            if db.slot_index is not None:  # cluster mode: the keys per slot
-                db.slot_index.add(key)
-            db.mem_dirty.add(key)
-            if expire_ms >= 0:
-                db.expires[key] = expire_ms
-            self.loaded_keys += 1
-            if config.key_load_delay:
-                debug_delay(config.key_load_delay)
-
-        return add
+        return KeyStore(self, self.server.dbs, self.server.config, replace, skip_expired,
+                        int(time.time() * 1000), debug_delay)
 
     # -- INFO -----------------------------------------------------------------------------
     def info_fields(self) -> dict[str, Any]:

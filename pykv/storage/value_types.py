@@ -64,6 +64,12 @@ def make_hash_from_listpack(blob: bytes, pairs: list[tuple[bytes, bytes]],
     return HashValue(dict(pairs), False)
 
 
+def adopt_hash_listpack(blob: bytes, pairs: int) -> HashValue:
+    """A listpack-encoded hash over a copy of ``blob``, a checked listpack of ``pairs``
+    distinct fields (``listpack_adoptable_pairs``)."""
+    return HashValue(ListpackMap.from_blob(blob, pairs), True)
+
+
 def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = False) -> HashValue:
     """``packed``: loaded from a listpack/ziplist, which Redis keeps packed unless it has
     too many entries (element sizes are not looked at)."""
@@ -115,6 +121,12 @@ def make_zset_from_listpack(blob: bytes, pairs: list[tuple[bytes, float]],
     if len(pairs) <= config.zset_max_listpack_entries:
         return ZSet(True, ListpackZset.from_blob(blob, len(pairs)))
     return make_zset(pairs, config, packed=True)
+
+
+def adopt_zset_listpack(blob: bytes, pairs: int) -> ZSet:
+    """A listpack-encoded zset over a copy of ``blob``, a checked, sorted listpack of
+    ``pairs`` distinct members (``listpack_adoptable_pairs``)."""
+    return ZSet(True, ListpackZset.from_blob(blob, pairs))
 
 
 def save_stream(writer: Any, value: Any) -> None:

@@ -269,3 +269,55 @@ def test_real_redis_is_ready_only_once_its_rdb_is_loaded():
     finally:
         slow.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+EDGE_ELEMENTS = ["0", "127", "128", "-1", "-4096", "4095", "4096", "32767", "-32769",
+                 "8388607", "8388608", "2147483647", "-2147483649", "9223372036854775807",
+                 "-9223372036854775808", "9223372036854775808", "007", "-0", " 1", "1.5",
+                 "", "a" * 63, "b" * 64, "10", "9"]
+
+
+def build_packed_edges(c: RawClient) -> None:
+    """Listpack hashes and zsets whose entries take every listpack encoding, at and past
+    the entry limits, with scores whose text is not what the double prints as."""
+    for i, element in enumerate(EDGE_ELEMENTS):
+        c.call("HSET", "hash:edges", element, EDGE_ELEMENTS[-1 - i])
+    c.call("HSET", "hash:512", *[x for i in range(512) for x in (str(i * 1000), f"v{i}")])
+    c.call("HSET", "hash:513", *[x for i in range(513) for x in (str(i * 1000), f"v{i}")])
+    scores = ["-0", "0", "1e300", "-inf", "inf", "9007199254740993", "-2.5", "3", "3", "3",
+              "0.1", "123456789012", "-17"]
+    members = ["m-0", "m0", "big", "neg-inf", "pos-inf", "2^53+1", "neg", "10", "9", "b" * 64,
+               "tenth", "12-digit", "-4096"]
+    c.call("ZADD", "zset:edges", *[x for s, m in zip(scores, members, strict=True)
+                                   for x in (s, m)])
+    c.call("ZADD", "zset:128", *[x for i in range(128) for x in (str(i % 7), str(i))])
+    c.call("ZADD", "zset:129", *[x for i in range(129) for x in (str(i % 7), str(i))])
+
+
+def _digest(c: RawClient) -> bytes:
+    return c.call("DEBUG", "DIGEST")
+
+
+def test_packed_edge_values_move_both_ways_with_redis_digests(workdir):
+    real = RealRedis()
+    try:
+        c = RawClient(port=real.port)
+        build_packed_edges(c)
+        expected, digest = snapshot(c), _digest(c)
+        assert c.call("SAVE") == b"+OK\r\n"
+        shutil.copy(os.path.join(real.dir, "dump.rdb"), os.path.join(workdir, "dump.rdb"))
+        c.close()
+    finally:
+        real.stop()
+    with Server(config={"dir": workdir, "save": "", "enable-debug-command": "yes"}) as server:
+        ours = RawClient(port=server.port)
+        assert snapshot(ours) == expected
+        assert _digest(ours) == digest
+        assert ours.call("SAVE") == b"+OK\r\n"
+    back = RealRedis(["--dir", workdir, "--dbfilename", "dump.rdb"])
+    try:
+        c = RawClient(port=back.port)
+        assert snapshot(c) == expected
+        assert _digest(c) == digest
+    finally:
+        back.stop()

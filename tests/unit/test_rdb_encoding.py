@@ -25,6 +25,20 @@ def test_crc64_check_value():
     assert crc64(0, b"123456789") == 0xE9C6D914C4B8D9CA
 
 
+def test_crc64_eight_bytes_at_a_time_is_the_bitwise_crc():
+    def bitwise(crc: int, data: bytes) -> int:
+        for byte in data:
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ 0x95AC9329AC4BC9B5 if crc & 1 else crc >> 1
+        return crc
+
+    data = bytes((i * 37 + 11) & 0xFF for i in range(45))
+    for n in range(len(data)):
+        assert crc64(7, data[:n]) == bitwise(7, data[:n])
+        assert crc64(crc64(0, data[:n]), data[n:]) == bitwise(0, data)
+
+
 @pytest.mark.parametrize("data", [b"", b"a", b"abc" * 1000, bytes(range(256)) * 20])
 def test_lzf_round_trip(data):
     packed = lzf_compress(data)

@@ -10,18 +10,19 @@
   makes the choices Redis's liblzf makes, so compressed strings are Redis's bytes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-cdef uint64_t _TABLE[256]
+# slicing-by-8 (as Redis 7's crcspeed): _TABLE[k][b] is byte b's CRC followed by k zero bytes
+cdef uint64_t _TABLE[8][256]
 cdef bint _table_ready = False
 
 
 cdef void _init_table() noexcept:
     cdef uint64_t poly = 0x95ac9329ac4bc9b5ULL  # 0xad93d23594c935a9 bit-reversed
     cdef uint64_t crc
-    cdef int i, j
+    cdef int i, j, k
     for i in range(256):
         crc = i
         for j in range(8):
@@ -29,18 +30,37 @@ cdef void _init_table() noexcept:
                 crc = (crc >> 1) ^ poly
             else:
                 crc >>= 1
-        _TABLE[i] = crc
+        _TABLE[0][i] = crc
+    for i in range(256):
+        crc = _TABLE[0][i]
+        for k in range(1, 8):
+            crc = _TABLE[0][crc & 0xFF] ^ (crc >> 8)
+            _TABLE[k][i] = crc
 
 
 def crc64(uint64_t crc, const uint8_t[:] data) -> int:
     """Continue a Redis CRC-64 over ``data`` (start with ``crc=0``)."""
     global _table_ready
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i = 0, n = data.shape[0]
+    cdef const uint8_t *p
     if not _table_ready:
         _init_table()
         _table_ready = True
-    for i in range(data.shape[0]):
-        crc = _TABLE[(crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+    if n == 0:
+        return crc
+    p = &data[0]
+    while n - i >= 8:
+        crc ^= (<uint64_t>p[i] | <uint64_t>p[i + 1] << 8 | <uint64_t>p[i + 2] << 16 |
+                <uint64_t>p[i + 3] << 24 | <uint64_t>p[i + 4] << 32 | <uint64_t>p[i + 5] << 40 |
+                <uint64_t>p[i + 6] << 48 | <uint64_t>p[i + 7] << 56)
+        crc = (_TABLE[7][crc & 0xFF] ^ _TABLE[6][(crc >> 8) & 0xFF] ^
+               _TABLE[5][(crc >> 16) & 0xFF] ^ _TABLE[4][(crc >> 24) & 0xFF] ^
+               _TABLE[3][(crc >> 32) & 0xFF] ^ _TABLE[2][(crc >> 40) & 0xFF] ^
+               _TABLE[1][(crc >> 48) & 0xFF] ^ _TABLE[0][crc >> 56])
+        i += 8
+    while i < n:
+        crc = _TABLE[0][(crc ^ p[i]) & 0xFF] ^ (crc >> 8)
+        i += 1
     return crc
 
 
@@ -96,6 +116,22 @@ DEF MAX_OFF = 8192
 DEF MAX_REF = 264  # 7 + 255 + 2
 
 
+# The hash table is kept between calls instead of being cleared (256 KiB) for each string:
+# a slot counts as empty (0, as in a cleared table) unless its stamp is this call's.
+cdef uint32_t _htab[1 << LZF_HLOG]
+cdef uint16_t _stamp[1 << LZF_HLOG]
+cdef uint16_t _generation = 0
+
+
+cdef inline uint32_t _lzf_get(uint32_t slot) noexcept:
+    return _htab[slot] if _stamp[slot] == _generation else 0
+
+
+cdef inline void _lzf_set(uint32_t slot, uint32_t ip) noexcept:
+    _htab[slot] = ip
+    _stamp[slot] = _generation
+
+
 cdef inline uint32_t _lzf_idx(uint32_t h) noexcept:
     """liblzf's table slot for the hash of the 3 bytes in ``h``'s low 24 bits."""
     return ((h >> (24 - LZF_HLOG)) - h * 5) & ((1 << LZF_HLOG) - 1)
@@ -124,16 +160,17 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
     cdef Py_ssize_t n = src.shape[0]
     if max_out < 0:
         max_out = n + n // 16 + 64
-    cdef uint32_t *htab = <uint32_t *>malloc(sizeof(uint32_t) << LZF_HLOG)
+    global _generation
     cdef uint8_t *out = <uint8_t *>malloc(max_out + 4)
     cdef const uint8_t *p = &src[0] if n else NULL
     cdef Py_ssize_t ip = 0, op = 1, lit = 0, ref, off, length, maxlen
     cdef uint32_t hval, slot
-    if htab == NULL or out == NULL:
-        free(htab)
-        free(out)
+    if out == NULL:
         raise MemoryError()
-    memset(htab, 0, sizeof(uint32_t) << LZF_HLOG)
+    _generation += 1
+    if _generation == 0:  # wrapped: every old stamp could be taken for this call's
+        memset(_stamp, 0, sizeof(_stamp))
+        _generation = 1
     try:
         if n == 0:
             return b""
@@ -141,8 +178,8 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
         while ip < n - 2:
             hval = (hval << 8) | p[ip + 2]
             slot = _lzf_idx(hval)
-            ref = htab[slot]
-            htab[slot] = <uint32_t>ip
+            ref = _lzf_get(slot)
+            _lzf_set(slot, <uint32_t>ip)
             off = ip - ref - 1
             if (ref > 0 and off < MAX_OFF and p[ref] == p[ip] and p[ref + 1] == p[ip + 1]
                     and p[ref + 2] == p[ip + 2]):
@@ -174,10 +211,10 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
                 ip -= 2
                 hval = (<uint32_t>p[ip] << 8) | p[ip + 1]
                 hval = (hval << 8) | p[ip + 2]
-                htab[_lzf_idx(hval)] = <uint32_t>ip
+                _lzf_set(_lzf_idx(hval), <uint32_t>ip)
                 ip += 1
                 hval = (hval << 8) | p[ip + 2]
-                htab[_lzf_idx(hval)] = <uint32_t>ip
+                _lzf_set(_lzf_idx(hval), <uint32_t>ip)
                 ip += 1
             else:
                 if op >= max_out:
@@ -193,5 +230,4 @@ def lzf_compress(const uint8_t[:] src, Py_ssize_t max_out=-1):
         op -= lit == 0
         return PyBytes_FromStringAndSize(<char *>out, op)
     finally:
-        free(htab)
         free(out)

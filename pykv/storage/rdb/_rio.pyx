@@ -10,7 +10,9 @@ constants; see that module for the format overview.
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdio cimport snprintf
+from libc.stdlib cimport strtod
+from libc.string cimport memcmp, memcpy
 
 from pykv.protocol._parser cimport parse_ll
 from pykv.storage.rdb._codec import LzfError, lzf_compress, lzf_decompress
@@ -31,9 +33,6 @@ class RdbShortRead(RdbFormatError):
 
 cdef class RdbWriter:
     """Appends RDB primitives to ``buf``."""
-
-    cdef public bytearray buf
-    cdef public bint compress
 
     def __init__(self, compress=True):
         self.buf = bytearray()
@@ -108,10 +107,6 @@ cdef class RdbWriter:
 
 cdef class RdbReader:
     """Reads RDB primitives from a bytes-like buffer, advancing ``pos``."""
-
-    cdef public object data
-    cdef public Py_ssize_t pos
-    cdef const unsigned char[:] view
 
     def __init__(self, data, Py_ssize_t pos=0):
         self.data = data
@@ -368,19 +363,49 @@ cdef Py_ssize_t _decode_backlen(const unsigned char *p, Py_ssize_t last) noexcep
             return -1
 
 
+cdef Py_ssize_t _entry_size(const unsigned char *p, Py_ssize_t pos, Py_ssize_t end) except -1:
+    """Bytes of the listpack entry at ``p[pos]`` (encoding and data, without the back-length),
+    checked against its back-length and the blob's end byte at ``p[end]``."""
+    cdef int b = p[pos]
+    cdef Py_ssize_t entry, bl
+    if b < 0x80:
+        entry = 1
+    elif b < 0xC0:
+        entry = 1 + (b & 0x3F)
+    elif b < 0xE0:
+        entry = 2
+    elif b < 0xF0:
+        if pos + 2 > end:
+            raise RdbFormatError("truncated listpack entry")
+        entry = 2 + (((b & 0x0F) << 8) | p[pos + 1])
+    elif b == 0xF0:
+        if pos + 5 > end:
+            raise RdbFormatError("truncated listpack entry")
+        entry = 5 + (p[pos + 1] | (p[pos + 2] << 8) | (p[pos + 3] << 16) |
+                     (<Py_ssize_t>p[pos + 4] << 24))
+    elif b <= 0xF4:
+        entry = 1 + (2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8)
+    else:
+        raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
+    bl = backlen_size(entry)
+    if pos + entry + bl > end:
+        raise RdbFormatError("truncated listpack entry")
+    if _decode_backlen(p, pos + entry + bl - 1) != entry:
+        raise RdbFormatError("listpack entry back-length mismatch")
+    return entry
+
+
 def listpack_decode(bytes blob, bint check_count=True) -> list:
     """Every element of a listpack blob, integers rendered as decimal bytes.
 
-    The whole blob is validated as Redis's deep ``lpValidateIntegrity`` does (pykv keeps no
-    packed blob, so it reads every entry anyway): total size and terminator, each entry's
+    The whole blob is validated as Redis's deep ``lpValidateIntegrity`` does (pykv reads
+    every entry anyway): total size and terminator, each entry's
     encoding and bounds, each back-length against its entry, and the element count in the
     header (unless it is 65535, "unknown"; or ``check_count`` is False: Redis never looks
     at a stream node's count)."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(blob)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(blob)
-    cdef Py_ssize_t pos = 6, end = size - 1, n, entry, width, k, bl, count = 0, numele
-    cdef long long value
-    cdef unsigned long long u
+    cdef Py_ssize_t pos = 6, end = size - 1, entry, bl, count = 0, numele
     cdef int b
     cdef list out = []
     if size < 7 or (p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t>p[3] << 24)) != size \
@@ -389,55 +414,154 @@ def listpack_decode(bytes blob, bint check_count=True) -> list:
     numele = p[4] | (p[5] << 8)
     while pos < end:
         b = p[pos]
-        if b < 0x80:
-            entry = 1
-        elif b < 0xC0:
-            entry = 1 + (b & 0x3F)
-        elif b < 0xE0:
-            entry = 2
-        elif b < 0xF0:
-            if pos + 2 > end:
-                raise RdbFormatError("truncated listpack entry")
-            entry = 2 + (((b & 0x0F) << 8) | p[pos + 1])
-        elif b == 0xF0:
-            if pos + 5 > end:
-                raise RdbFormatError("truncated listpack entry")
-            entry = 5 + (p[pos + 1] | (p[pos + 2] << 8) | (p[pos + 3] << 16) |
-                         (<Py_ssize_t>p[pos + 4] << 24))
-        elif b <= 0xF4:
-            entry = 1 + (2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8)
-        else:
-            raise RdbFormatError(f"invalid listpack entry encoding {b:#x}")
+        entry = _entry_size(p, pos, end)
         bl = backlen_size(entry)
-        if pos + entry + bl > end:
-            raise RdbFormatError("truncated listpack entry")
-        if _decode_backlen(p, pos + entry + bl - 1) != entry:
-            raise RdbFormatError("listpack entry back-length mismatch")
         if b < 0x80:
             out.append(b"%d" % b)
         elif b < 0xC0:
             out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 1, entry - 1))
-        elif b < 0xE0:
-            value = ((b & 0x1F) << 8) | p[pos + 1]
-            if value >= 4096:
-                value -= 8192
-            out.append(b"%d" % value)
+        elif b < 0xE0 or b > 0xF0:
+            out.append(b"%d" % _entry_int(p + pos, entry))
         elif b < 0xF0:
             out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 2, entry - 2))
-        elif b == 0xF0:
-            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 5, entry - 5))
         else:
-            width = entry - 1
-            u = 0
-            for k in range(width - 1, -1, -1):
-                u = (u << 8) | p[pos + 1 + k]
-            if width < 8 and u >= (1ULL << (8 * width - 1)):
-                value = <long long>u - (1LL << (8 * width))
-            else:
-                value = <long long>u
-            out.append(b"%d" % value)
+            out.append(PyBytes_FromStringAndSize(<const char *>p + pos + 5, entry - 5))
         pos += entry + bl
         count += 1
     if check_count and numele != 65535 and numele != count:
         raise RdbFormatError("listpack element count does not match its header")
     return out
+
+
+cdef long long _entry_int(const unsigned char *e, Py_ssize_t entry) noexcept:
+    """The value of an integer-encoded listpack entry ``e`` of ``entry`` bytes."""
+    cdef int b = e[0]
+    cdef Py_ssize_t width = entry - 1, k
+    cdef unsigned long long u = 0
+    cdef long long value
+    if b < 0x80:
+        return b
+    if b < 0xE0:
+        value = ((b & 0x1F) << 8) | e[1]
+        return value - 8192 if value >= 4096 else value
+    for k in range(width - 1, -1, -1):
+        u = (u << 8) | e[1 + k]
+    if width < 8 and u >= (1ULL << (8 * width - 1)):
+        return <long long>u - (1LL << (8 * width))
+    return <long long>u
+
+
+cdef struct _Elem:
+    const unsigned char *raw  # the entry (encoding and data): equal texts, equal bytes
+    Py_ssize_t raw_len
+    const char *text  # the element as text (into the blob, or ``digits``)
+    Py_ssize_t text_len
+    char digits[24]
+
+
+cdef bint _canonical(const unsigned char *e, Py_ssize_t entry, _Elem *out) noexcept:
+    """Whether the entry ``e`` is the encoding ``listpack_encode`` picks for its element
+    (the smallest integer width, or a string that is no integer with the shortest
+    header); fills ``out``."""
+    cdef int b = e[0]
+    cdef Py_ssize_t head, n
+    cdef long long v
+    out.raw = e
+    out.raw_len = entry
+    if b >= 0x80 and b < 0xC0 or b == 0xF0 or (b >= 0xE0 and b < 0xF0):
+        head = 1 if b < 0xC0 else 5 if b == 0xF0 else 2
+        n = entry - head
+        out.text = <const char *>e + head
+        out.text_len = n
+        if n and parse_ll(out.text, n, &v):
+            return False
+        return head == (1 if n < 64 else 2 if n < 4096 else 5)
+    v = _entry_int(e, entry)
+    out.text = out.digits
+    out.text_len = snprintf(out.digits, 24, "%lld", v)
+    if b < 0x80:
+        return True
+    if b < 0xE0:
+        return not 0 <= v <= 127
+    if b == 0xF1:
+        return not -4096 <= v <= 4095
+    if b == 0xF2:
+        return not -32768 <= v <= 32767
+    if b == 0xF3:
+        return not -(1 << 23) <= v < (1 << 23)
+    return not -(1LL << 31) <= v < (1LL << 31)
+
+
+DEF MAX_ADOPTED_PAIRS = 512
+
+
+cdef int _text_cmp(const _Elem *a, const _Elem *b) noexcept:
+    """Bytes order of two elements' texts (as Python compares bytes)."""
+    cdef Py_ssize_t n = a.text_len if a.text_len < b.text_len else b.text_len
+    cdef int c = memcmp(a.text, b.text, n) if n else 0
+    if c:
+        return c
+    return (a.text_len > b.text_len) - (a.text_len < b.text_len)
+
+
+cdef double _score(const _Elem *e) noexcept:
+    """Redis's ``zzlStrtod``: strtod over a NUL-terminated copy of at most 127 bytes."""
+    cdef char buf[128]
+    cdef Py_ssize_t n = e.text_len if e.text_len < 127 else 127
+    memcpy(buf, e.text, n)
+    buf[n] = 0
+    return strtod(buf, NULL)
+
+
+def listpack_adoptable_pairs(bytes blob, bint zset, Py_ssize_t max_pairs) -> int:
+    """The number of pairs in a hash (``zset`` False) or zset listpack ``blob`` that can be
+    kept as the value's buffer as it is, or -1 when it cannot (the caller then decodes it
+    element by element, and refuses or re-encodes it).
+
+    Adoptable means: valid (as ``listpack_decode`` checks it), the very bytes
+    ``listpack_encode`` makes of its elements, an even number of them, at most
+    ``max_pairs`` (and 512) pairs, distinct fields (members); for a zset also scores that
+    read (``strtod``) as numbers in strictly ascending (score, member) order, none of them
+    0 unless written as the integer 0 (a listpack keeps scores as text, and ``-0`` or
+    ``0.0`` would come back as ``0``)."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(blob)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(blob)
+    cdef Py_ssize_t pos = 6, end = size - 1, entry, count = 0, numele, i, j, pairs
+    cdef _Elem elems[2 * MAX_ADOPTED_PAIRS]
+    cdef _Elem *e
+    cdef double score, prev = 0.0
+    if max_pairs > MAX_ADOPTED_PAIRS:
+        max_pairs = MAX_ADOPTED_PAIRS
+    if size < 7 or (p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t>p[3] << 24)) != size \
+            or p[end] != 0xFF:
+        return -1
+    numele = p[4] | (p[5] << 8)
+    while pos < end:
+        if count == 2 * max_pairs:
+            return -1
+        try:
+            entry = _entry_size(p, pos, end)
+        except RdbFormatError:
+            return -1
+        e = &elems[count]
+        if not _canonical(p + pos, entry, e):
+            return -1
+        if count & 1 and zset:
+            score = _score(e)
+            if score != score or (score == 0.0 and not (e.raw_len == 1 and e.raw[0] == 0)):
+                return -1
+            if count > 1 and (score < prev or score == prev and
+                              _text_cmp(&elems[count - 1], &elems[count - 3]) <= 0):
+                return -1
+            prev = score
+        pos += entry + backlen_size(entry)
+        count += 1
+    if count == 0 or count & 1 or numele != (count if count < 65535 else 65535):
+        return -1
+    pairs = count >> 1
+    for i in range(1, pairs):
+        for j in range(i):
+            if elems[2 * i].raw_len == elems[2 * j].raw_len and memcmp(
+                    elems[2 * i].raw, elems[2 * j].raw, elems[2 * i].raw_len) == 0:
+                return -1
+    return pairs

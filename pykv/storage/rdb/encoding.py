@@ -12,12 +12,14 @@ from pykv.storage.rdb._rio import (
     RdbFormatError,
     RdbReader,
     RdbWriter,
+    listpack_adoptable_pairs,
     listpack_decode,
     listpack_encode,
     listpack_entry_size,
 )
 
-__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_decode", "listpack_encode",
+__all__ = ["RdbFormatError", "RdbReader", "RdbWriter", "listpack_adoptable_pairs",
+           "listpack_decode", "listpack_encode",
            "listpack_entry_size"]
 
 RDB_VERSION = 10

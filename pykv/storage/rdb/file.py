@@ -22,9 +22,10 @@ from typing import Any
 
 from pykv.storage.rdb import encoding as enc
 from pykv.storage.rdb._codec import crc64
+from pykv.storage.rdb._load import parse_body
 from pykv.storage.rdb.encoding import RdbFormatError, RdbReader, RdbWriter
-from pykv.storage.rdb.integrity import EmptyKey, Integrity, RdbShortRead
-from pykv.storage.rdb.objects import load_object, save_object
+from pykv.storage.rdb.integrity import Integrity, RdbLoadAborted, RdbShortRead
+from pykv.storage.rdb.objects import save_object
 
 log = logging.getLogger("pykv")
 
@@ -42,11 +43,6 @@ class RdbChecksumError(RdbFormatError):
         super().__init__("RDB CRC error")
         self.expected = expected
         self.got = got
-
-
-class RdbLoadAborted(RdbFormatError):
-    """The loader refused a key (a database past ``databases``, a duplicate key): Redis
-    logs just the reason and exits."""
 
 
 class RdbCorruptAt(RdbFormatError):
@@ -133,7 +129,7 @@ def serialize(dbs: list[Any], config: Any, aux: dict[bytes, bytes] | None = None
                 w.millis(when)
             save_object(w, value, config, key)
     w.byte(enc.OP_EOF)
-    checksum = crc64(0, bytes(w.buf)) if getattr(config, "rdbchecksum", True) else 0
+    checksum = crc64(0, w.buf) if getattr(config, "rdbchecksum", True) else 0
     w.raw(checksum.to_bytes(8, "little"))
     return bytes(w.buf)
 
@@ -147,9 +143,6 @@ class RdbContents:
     end_offset: int = 0  # where the RDB ends (an AOF base may continue with commands)
     empty_keys: int = 0  # keys without elements, skipped as Redis skips them
     sanitized: int = 0  # packed blobs checked deeply (sanitize-dump-payload yes)
-
-
-LOAD_STEP_KEYS = 1024
 
 
 def parse_steps(data: bytes, config: Any,
@@ -171,7 +164,7 @@ def parse_steps(data: bytes, config: Any,
     integrity = Integrity.for_loading(config)
     r = RdbReader(memoryview(data), 9)
     try:
-        yield from _parse_body(r, contents, config, integrity, on_key)
+        yield from parse_body(r, contents, config, integrity, on_key, _log_aux)
         if version >= 5:
             stored = int.from_bytes(r.take(8), "little")
             if verify_checksum:
@@ -179,7 +172,7 @@ def parse_steps(data: bytes, config: Any,
                     log.warning("RDB file was saved with checksum disabled: no check "
                                 "performed.")
                 else:
-                    computed = crc64(0, bytes(data[:r.pos - 8]))
+                    computed = crc64(0, memoryview(data)[:r.pos - 8])
                     contents.checksum_ok = computed == stored
                     if not contents.checksum_ok:
                         raise RdbChecksumError(computed, stored)
@@ -199,60 +192,6 @@ def _atoi(text: bytes) -> int:
     """C's atoi: optional white space and sign, then the leading digits; 0 when none."""
     m = _ATOI.match(text)
     return int(m.group(1)) if m else 0
-
-
-def _parse_body(r: RdbReader, contents: RdbContents, config: Any, integrity: Integrity,
-                on_key: Callable[[int, bytes, Any, int, int], None]):
-    db = 0
-    expire = -1
-    idle = -1
-    keys = 0
-    while True:
-        op = r.byte()
-        if op == enc.OP_EOF:
-            break
-        if op == enc.OP_SELECTDB:
-            db = r.length()
-        elif op == enc.OP_RESIZEDB:
-            r.length()
-            r.length()
-        elif op == enc.OP_EXPIRETIME_MS:
-            expire = r.millis()
-        elif op == enc.OP_EXPIRETIME:
-            expire = r.seconds() * 1000
-        elif op == enc.OP_AUX:
-            key = r.string()
-            value = contents.aux[key] = r.string()
-            _log_aux(key, value)
-        elif op == enc.OP_IDLE:
-            idle = r.length()
-        elif op == enc.OP_FREQ:
-            r.byte()  # an LFU counter: pykv keeps none
-        elif op == enc.OP_FUNCTION2:
-            contents.functions.append(r.string())
-        elif op == enc.OP_FUNCTION_PRE_GA:
-            raise RdbFormatError("Pre-release function format not supported")
-        elif op == enc.OP_MODULE_AUX:
-            raise RdbFormatError("The RDB file contains AUX module data pykv can't load")
-        else:
-            key = r.string()
-            try:
-                value = load_object(r, op, config, integrity)
-            except EmptyKey:
-                contents.empty_keys += 1
-                if contents.empty_keys <= 10:
-                    log.warning("rdbLoadObject skipping empty key: %s",
-                                key.decode("utf-8", "replace"))
-            else:
-                try:
-                    on_key(db, key, value, expire, idle)
-                except RdbFormatError as exc:
-                    raise RdbLoadAborted(str(exc)) from None
-            expire = -1
-            idle = -1
-            keys += 1
-            if keys % LOAD_STEP_KEYS == 0:
-                yield r.pos
 
 
 def _log_aux(key: bytes, value: bytes) -> None:

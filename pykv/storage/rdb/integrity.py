@@ -5,8 +5,9 @@ shallow checks always (headers, sizes, duplicates in plain encodings) and, when 
 checks are on, every entry of every packed blob. ``yes`` means deep everywhere; ``clients``
 means deep for RESTORE from ordinary clients but not while loading; ``no`` means shallow.
 A shallow Redis may store a damaged blob and trip over it later; pykv cannot, because it
-keeps no packed blobs at all: it decodes every entry into its own structures at load time,
-so every check Redis does deeply runs in pykv always, and what would leave a value that
+reads every entry of every packed blob at load time (a listpack hash or zset is kept as its
+buffer only after all its entries passed in ``listpack_adoptable_pairs``), so every check
+Redis does deeply runs in pykv always, and what would leave a value that
 no longer behaves as its contents say (duplicates, a wrong count, unsorted members, a NaN
 score, stream IDs out of order or a PEL entry without its consumer) is refused in every
 mode. The mode still decides what Redis's INFO counter ``dump_payload_sanitizations``
@@ -26,11 +27,17 @@ from typing import Any
 
 from pykv.storage.rdb._rio import RdbFormatError, RdbShortRead
 
-__all__ = ["EmptyKey", "Integrity", "RdbFormatError", "RdbShortRead", "strtod"]
+__all__ = ["EmptyKey", "Integrity", "RdbFormatError", "RdbLoadAborted", "RdbShortRead",
+           "strtod"]
 
 
 class EmptyKey(RdbFormatError):
     """A value with no elements: skipped when loading a file, refused by RESTORE."""
+
+
+class RdbLoadAborted(RdbFormatError):
+    """The loader refused a key (a database past ``databases``, a duplicate key): Redis
+    logs just the reason and exits."""
 
 
 class Integrity:

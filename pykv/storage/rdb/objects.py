@@ -171,6 +171,9 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if type_byte == enc.TYPE_HASH_LISTPACK:
             integrity.checked()
+            n = enc.listpack_adoptable_pairs(blob, False, config.hash_max_listpack_entries)
+            if n > 0:  # Redis's own bytes, staying a listpack: kept without decoding
+                return vt.adopt_hash_listpack(blob, n)
         flat = _decoded(decode, blob, what)
         pairs = _pairs(flat, what)
         if type_byte == enc.TYPE_HASH_LISTPACK and enc.listpack_encode(flat) == blob:
@@ -197,6 +200,9 @@ def load_object(r: RdbReader, type_byte: int, config: Any,
         blob = r.string()
         if listpack:
             integrity.checked()
+            n = enc.listpack_adoptable_pairs(blob, True, config.zset_max_listpack_entries)
+            if n > 0:  # Redis's own bytes, staying a listpack: kept without decoding
+                return vt.adopt_zset_listpack(blob, n)
         flat = _decoded(enc.listpack_decode if listpack else enc.ziplist_decode, blob, what)
         pairs = _pairs(flat, what)
         scored = _sorted_scores(pairs)
