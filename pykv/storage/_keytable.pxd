@@ -17,8 +17,10 @@ cdef class KeyTable:
     cdef Py_ssize_t size, mask, cap, n_entries, used, fill
     cdef readonly long long mem_total
     cdef readonly Py_ssize_t rebuilds
+    cdef bint int_values  # IntTable: the value is the int64 in access/mem
 
     cdef void _release(self) noexcept
+    cdef object _val(self, Entry* e)
     cdef Py_ssize_t find(self, object key) except -2
     cdef int _rebuild(self, Py_ssize_t size) except -1
     cdef int _make_room(self) except -1
@@ -32,3 +34,7 @@ cdef class KeyTable:
     cpdef object get_mem(self, key)
     cpdef set_mem(self, key, long long mem)
     cpdef get(self, key, default=*)
+
+
+cdef class IntTable(KeyTable):
+    pass

@@ -21,9 +21,9 @@ are ``b``, which is exactly what Redis's cursor arithmetic expects.
 from cpython.object cimport PyObject, PyObject_Hash, PyObject_RichCompareBool, Py_EQ
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.bytes cimport PyBytes_CheckExact, PyBytes_GET_SIZE, PyBytes_AS_STRING
-from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcmp, memset
+from libc.string cimport memcmp, memcpy, memset
 import random as _random
 
 cdef enum:
@@ -49,6 +49,17 @@ cdef inline bint _same_key(PyObject* stored, object key, Py_hash_t h) except -1:
     if PyObject_Hash(s) != h:
         return False
     return PyObject_RichCompareBool(s, key, Py_EQ)
+
+
+cdef inline int64_t _get64(Entry* e) noexcept:
+    """An IntTable's value: the 8 bytes of ``access`` and ``mem``."""
+    cdef int64_t v
+    memcpy(&v, &e.access, 8)
+    return v
+
+
+cdef inline void _set64(Entry* e, int64_t v) noexcept:
+    memcpy(&e.access, &v, 8)
 
 
 cdef inline uint64_t _rev(uint64_t v) noexcept:
@@ -165,6 +176,11 @@ cdef class KeyTable:
                 self.entries = <Entry*>realloc(self.entries, self.cap * sizeof(Entry))
         return 0
 
+    cdef object _val(self, Entry* e):
+        if self.int_values:
+            return _get64(e)
+        return <object>e.value
+
     # -- the C API the keyspace uses -----------------------------------------------------
     cdef Py_ssize_t put(self, object key, object value) except -1:
         """Store ``value`` at ``key``; returns the entry index (new entries: access 0)."""
@@ -182,6 +198,9 @@ cdef class KeyTable:
                     dummy = i
             elif _same_key(self.entries[ix].key, key, h):
                 e = &self.entries[ix]
+                if self.int_values:
+                    _set64(e, value)
+                    return ix
                 old = e.value
                 Py_INCREF(value)
                 e.value = <PyObject*>value
@@ -204,12 +223,15 @@ cdef class KeyTable:
         self.n_entries += 1
         self.index[i] = ix
         e = &self.entries[ix]
+        e.access = 0
+        e.mem = 0
+        if self.int_values:
+            _set64(e, value)  # (may raise: nothing is stored yet)
+            value = None
         Py_INCREF(key)
         Py_INCREF(value)
         e.key = <PyObject*>key
         e.value = <PyObject*>value
-        e.access = 0
-        e.mem = 0
         self.used += 1
         return ix
 
@@ -228,12 +250,13 @@ cdef class KeyTable:
                 break
             i = (i + 1) & self.mask
         e = &self.entries[ix]
-        value = <object>e.value
-        Py_DECREF(value)  # the table's reference goes; ``value`` keeps its own
+        value = self._val(e)
+        Py_DECREF(<object>e.value)  # the table's references go; ``value`` is a new one
         Py_DECREF(<object>e.key)
         e.key = NULL
         e.value = NULL
-        self.mem_total -= e.mem
+        if not self.int_values:
+            self.mem_total -= e.mem
         self.index[i] = DUMMY
         self.used -= 1
         if ix == self.n_entries - 1:
@@ -248,7 +271,7 @@ cdef class KeyTable:
         if ix < 0:
             return None
         self.entries[ix].access = <uint32_t>sec
-        return <object>self.entries[ix].value
+        return self._val(&self.entries[ix])
 
     cpdef put_touch(self, key, value, long long sec):
         """Store ``value`` at ``key`` with its LRU clock at ``sec``."""
@@ -296,7 +319,7 @@ cdef class KeyTable:
         cdef Py_ssize_t ix = self.find(key)
         if ix < 0:
             raise KeyError(key)
-        return <object>self.entries[ix].value
+        return self._val(&self.entries[ix])
 
     def __setitem__(self, key, value):
         self.put(key, value)
@@ -309,7 +332,7 @@ cdef class KeyTable:
         cdef Py_ssize_t ix = self.find(key)
         if ix < 0:
             return default
-        return <object>self.entries[ix].value
+        return self._val(&self.entries[ix])
 
     def pop(self, key, default=_MISSING):
         value = self.remove(key)
@@ -322,7 +345,7 @@ cdef class KeyTable:
     def setdefault(self, key, default=None):
         cdef Py_ssize_t ix = self.find(key)
         if ix >= 0:
-            return <object>self.entries[ix].value
+            return self._val(&self.entries[ix])
         self.put(key, default)
         return default
 
@@ -409,6 +432,17 @@ cdef class KeyTable:
         return self.size * sizeof(int32_t) + self.cap * sizeof(Entry)
 
 
+cdef class IntTable(KeyTable):
+    """A key table of 64-bit integer values kept in the entry (``expires``: key -> ms).
+
+    The value goes where a ``KeyTable`` keeps the access clock and memory estimate; the
+    dict interface is the same, with ints in and out.
+    """
+
+    def __cinit__(self):
+        self.int_values = True
+
+
 cdef class _TableIter:
     cdef KeyTable table
     cdef Py_ssize_t pos, rebuilds, used
@@ -437,8 +471,8 @@ cdef class _TableIter:
                 if self.kind == 0:
                     return <object>e.key
                 if self.kind == 1:
-                    return <object>e.value
-                return (<object>e.key, <object>e.value)
+                    return t._val(e)
+                return (<object>e.key, t._val(e))
         raise StopIteration
 
 

@@ -5,7 +5,7 @@
 # not declared here still works (as a slower dict attribute): declare it here when it is hot.
 
 cimport cython
-from pykv.storage._keytable cimport KeyTable
+from pykv.storage._keytable cimport IntTable, KeyTable
 
 
 cdef class Clock:
@@ -19,7 +19,7 @@ cdef class Clock:
 cdef class Database:
     cdef public object id
     cdef public KeyTable data
-    cdef public dict expires
+    cdef public IntTable expires
     cdef public Clock clock
     cdef public object _signal_hook, on_expired, on_flush, on_key_ready, on_new_key
     cdef public dict signal_keys

@@ -6,7 +6,8 @@ A ``Database`` owns two tables keyed by the key's bytes:
   for strings, a value-type object otherwise), and per key its access clock (the last
   access second, or the LFU word; ``access`` is a mapping view of it for ``OBJECT``) and
   its memory estimate (pykv.storage.memory), all in one entry
-* ``expires`` key -> absolute expiry time in Unix milliseconds (only keys with a TTL)
+* ``expires`` an ``IntTable`` (the same table with the int inline in the entry): key ->
+  absolute expiry time in Unix milliseconds (only keys with a TTL)
 
 Expiry is lazy (a lookup of an expired key deletes it first) and active (``active_expire``
 walks the keys with a TTL a slice at a time from a timer, like Redis's expire cycle).
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pykv.storage._keytable import AccessView, KeyTable
+from pykv.storage._keytable import AccessView, IntTable, KeyTable
 
 
 def now_ms() -> int:
@@ -67,7 +68,7 @@ class Database:
     def __init__(self, db_id: int, clock: Clock) -> None:
         self.id = db_id
         self.data = KeyTable()
-        self.expires: dict[bytes, int] = {}
+        self.expires = IntTable()
         self.clock = clock
         # hooks installed by the server; no-ops until something listens
         self._signal_hook: Callable[[Database, bytes], None] = _noop
@@ -278,7 +279,7 @@ class Database:
         self.data = KeyTable()
         if self.slot_index is not None:
             self.slot_index.clear()
-        self.expires = {}
+        self.expires = IntTable()
         self._expire_snapshot = []
         self._expire_pos = 0
         self.avg_ttl = 0
