@@ -53,7 +53,7 @@ def flushall(c, argv):
 
 
 _SWAPPED_SLOTS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
-                  "scan_index", "mem_dirty", "mem_total")
+                  "mem_dirty", "mem_total")
 
 
 def _int_index(arg: bytes) -> int | None:

@@ -189,6 +189,7 @@ cdef class KeyTable:
         cdef int32_t ix
         cdef Entry* e
         cdef PyObject* old
+        cdef int64_t iv = 0
         while True:
             ix = self.index[i]
             if ix == EMPTY:
@@ -207,6 +208,9 @@ cdef class KeyTable:
                 Py_XDECREF(old)
                 return ix
             i = (i + 1) & self.mask
+        if self.int_values:
+            iv = value  # converted (or refused) before anything is stored
+            value = None
         if (self.fill + 1) * 3 > self.size * 2 or self.n_entries == self.cap:
             self._make_room()
             dummy = -1
@@ -226,8 +230,7 @@ cdef class KeyTable:
         e.access = 0
         e.mem = 0
         if self.int_values:
-            _set64(e, value)  # (may raise: nothing is stored yet)
-            value = None
+            _set64(e, iv)
         Py_INCREF(key)
         Py_INCREF(value)
         e.key = <PyObject*>key

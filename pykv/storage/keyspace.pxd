@@ -26,7 +26,6 @@ cdef class Database:
     cdef public list _expire_snapshot
     cdef public object _expire_pos, avg_ttl, expired_count
     cdef public long long version
-    cdef public object scan_index
     cdef public dict blocking_keys
     cdef public bint lfu, expire_paused
     cdef public object lfu_log_factor, lfu_decay_time

@@ -60,7 +60,7 @@ class Database:
     __slots__ = (
         "id", "data", "expires", "clock", "_signal_hook", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
-        "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
+        "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
         "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty",
         "mem_total", "slot_index", "signal_keys",
     )
@@ -83,10 +83,9 @@ class Database:
         self._expire_pos = 0
         self.avg_ttl = 0
         self.expired_count = 0
-        # bumped by every ``set``: SCAN rebuilds its hash-order snapshot only when keys may
-        # have been added (see pykv.storage.scan); write keys through ``set``, not ``data``
+        # bumped by every ``set``: eviction's snapshot of the keys with a TTL is rebuilt
+        # once enough keys may have been added (SCAN walks ``data`` itself)
         self.version = 0
-        self.scan_index: Any = None
         # clients parked on keys by blocking commands (key -> FIFO of waiters) and the
         # hook ``set`` calls when one of those keys is written (see pykv.server.blocking)
         self.blocking_keys: dict[bytes, Any] = {}
@@ -283,7 +282,6 @@ class Database:
         self._expire_snapshot = []
         self._expire_pos = 0
         self.avg_ttl = 0
-        self.scan_index = None  # it holds the old dict: let the flush free it
         self.mem_dirty = set()
         self.mem_total = 0
         return n
