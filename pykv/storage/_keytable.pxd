@@ -27,6 +27,8 @@ cdef class KeyTable:
     cdef int _shrink_if_sparse(self) except -1
     cdef Py_ssize_t put(self, object key, object value) except -1
     cdef object remove(self, object key)
+    cpdef store(self, key, value)
+    cpdef discard(self, key)
     cpdef get_touch(self, key, long long sec)
     cpdef put_touch(self, key, value, long long sec)
     cpdef object get_access(self, key, default=*)

@@ -267,6 +267,14 @@ cdef class KeyTable:
         self._shrink_if_sparse()
         return value
 
+    cpdef store(self, key, value):
+        """``table[key] = value`` as a C call for compiled callers."""
+        self.put(key, value)
+
+    cpdef discard(self, key):
+        """``table.pop(key, None)`` as a C call for compiled callers."""
+        return self.remove(key)
+
     # -- access clock and memory estimate --------------------------------------------------
     cpdef get_touch(self, key, long long sec):
         """The value of ``key`` (None if absent), its LRU clock set to ``sec``: one probe."""

@@ -213,14 +213,14 @@ class Database:
         if not self.lfu:
             self.data.put_touch(key, value, self.clock.sec)
         elif self.data.get_access(key) is not None:  # an overwrite is an access (lookupKeyWrite)
-            self.data[key] = value
+            self.data.store(key, value)
             self.lfu_touch(key)
         else:
             self.data.put_touch(key, value, ((self.clock.sec // 60) & 0xFFFF) << 8 | LFU_INIT_VAL)
         self.version += 1
         self.mem_dirty.add(key)
         if not keep_ttl and self.expires:
-            self.expires.pop(key, None)
+            self.expires.discard(key)
         self._signal(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)
@@ -234,12 +234,12 @@ class Database:
         """Store a new representation of the same value (bytes -> bytearray before an
         in-place edit, Redis's dbUnshareStringValue): no change is signalled; the caller
         signals if it then really changes something."""
-        self.data[key] = value
+        self.data.store(key, value)
         self.mem_dirty.add(key)
 
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
-        self.data[key] = value
+        self.data.store(key, value)
         self.mem_dirty.add(key)
         self._signal(key)
 
@@ -260,14 +260,14 @@ class Database:
         return value
 
     def _remove(self, key: bytes) -> None:
-        self.data.pop(key)
+        self.data.discard(key)
         if self.slot_index is not None:
             self.slot_index.remove(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
         self.mem_dirty.add(key)
         if self.expires:
-            self.expires.pop(key, None)
+            self.expires.discard(key)
 
     def clear(self) -> int:
         n = len(self.data)
@@ -288,7 +288,7 @@ class Database:
 
     # -- expiry ------------------------------------------------------------------------
     def set_expire(self, key: bytes, when_ms: int) -> None:
-        self.expires[key] = when_ms
+        self.expires.store(key, when_ms)
         self.mem_dirty.add(key)
         self._signal(key)
 
@@ -297,7 +297,7 @@ class Database:
         return self.expires.get(key, -1)
 
     def persist(self, key: bytes) -> bool:
-        if self.expires.pop(key, None) is None:
+        if self.expires.discard(key) is None:
             return False
         self.mem_dirty.add(key)
         self._signal(key)
