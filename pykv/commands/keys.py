@@ -18,7 +18,7 @@ from pykv.commands.strings import lookup_read
 from pykv.protocol import OK, ErrorReply, SimpleString
 from pykv.server.notify import notify
 from pykv.storage.keyspace import now_ms
-from pykv.storage.scan import ScanIndex, parse_cursor, scan
+from pykv.storage.scan import parse_cursor
 from pykv.storage.values import copy_value, type_name
 from pykv.util.glob import matcher
 
@@ -102,11 +102,9 @@ def scan_(c, argv):
     if cursor is None:
         raise _INVALID_CURSOR
     count, pattern, type_filter = parse_scan_options(argv, 2, allow_type=True)
+    # the key table walks its own buckets with Redis's reverse-binary cursor
     db = c.db
-    if db.scan_index is None:
-        db.scan_index = ScanIndex()
-    data = db.data
-    next_cursor, batch = scan(data, cursor, count, index=db.scan_index, version=db.version)
+    next_cursor, batch = db.data.scan(cursor, count)
     if pattern is not None:
         batch = list(filter(matcher(pattern), batch))
     if type_filter is not None:
@@ -157,10 +155,17 @@ def parse_scan_options(argv: list[bytes], start: int,
 @command("randomkey")
 def randomkey(c, argv):
     db = c.db
-    if not db.data:
-        return None
-    candidates = list(db.data)
+    data = db.data
     expires = db.expires
+    for _ in range(100):  # the table samples in O(1); an expired pick is deleted, retried
+        if not data:
+            return None
+        key = data.random_key()
+        if not (expires and key in expires and db.expire_if_needed(key)):
+            return key
+    # mostly expired keys that cannot be deleted now (CLIENT PAUSE, a replica): look for a
+    # live one among all of them
+    candidates = list(data)
     while candidates:
         i = random.randrange(len(candidates))
         key = candidates[i]

@@ -52,8 +52,8 @@ def flushall(c, argv):
     return OK
 
 
-_SWAPPED_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_expire_pos",
-                  "scan_index", "mem_dirty", "mem_sizes", "mem_total")
+_SWAPPED_SLOTS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
+                  "mem_dirty", "mem_total")
 
 
 def _int_index(arg: bytes) -> int | None:

@@ -130,8 +130,8 @@ async def receive(conn: MasterConnection, server: Any, transfer: Transfer) -> by
 
 
 # what a database is made of: the same slots SWAPDB exchanges
-_DB_SLOTS = ("data", "expires", "access", "avg_ttl", "_expire_snapshot", "_expire_pos",
-             "scan_index", "mem_dirty", "mem_sizes", "mem_total")
+_DB_SLOTS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
+             "mem_dirty", "mem_total")
 
 
 def stash_dbs(server: Any) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ eviction timer proc).
 
 The LRU/LFU/TTL policies are Redis's approximation: each round samples
 ``maxmemory-samples`` keys per database into a pool of the 16 best candidates kept across
-rounds, and evicts the best one still present. Keys are sampled from a per-database
-snapshot of the key list, rebuilt once the database has seen as many writes as the
-snapshot holds keys (Python dicts offer no O(1) random pick; keys newer than the snapshot are
-recent, the last an LRU policy would pick). An evicted key fires the ``evicted`` keyspace
+rounds, and evicts the best one still present. All-keys policies sample the key table
+directly (an O(1) random pick); volatile ones sample a per-database snapshot of the keys
+with a TTL, rebuilt once the database has seen as many writes as the snapshot holds keys
+(a Python dict offers no O(1) random pick; keys newer than the snapshot are recent, the
+last an LRU policy would pick). An evicted key fires the ``evicted`` keyspace
 event, counts in ``evicted_keys`` and reaches the AOF as a DEL (UNLINK under
 ``lazyfree-lazy-eviction``).
 """
@@ -153,6 +154,8 @@ class Evictor:
         source = db.expires if volatile else db.data
         if not source:
             return []
+        if not volatile:  # the key table samples in O(1)
+            return [source.random_key() for _ in range(count)]
         slot = (db.id, volatile)
         snap = self.snapshots.get(slot)
         fresh = False
@@ -178,7 +181,7 @@ class Evictor:
         clock = db.clock
         if policy.endswith("ttl"):
             return -float(db.expires.get(key, 0))
-        packed = db.access.get(key, clock.sec)
+        packed = db.data.get_access(key, clock.sec)
         if policy.endswith("lfu"):
             now_min = (clock.sec // 60) & 0xFFFF
             return 255 - lfu_counter(packed, now_min, db.lfu_decay_time)

@@ -5,6 +5,7 @@
 # not declared here still works (as a slower dict attribute): declare it here when it is hot.
 
 cimport cython
+from pykv.storage._keytable cimport IntTable, KeyTable
 
 
 cdef class Clock:
@@ -17,19 +18,18 @@ cdef class Clock:
 
 cdef class Database:
     cdef public object id
-    cdef public dict data, expires, access
+    cdef public KeyTable data
+    cdef public IntTable expires
     cdef public Clock clock
     cdef public object _signal_hook, on_expired, on_flush, on_key_ready, on_new_key
     cdef public dict signal_keys
     cdef public list _expire_snapshot
     cdef public object _expire_pos, avg_ttl, expired_count
     cdef public long long version
-    cdef public object scan_index
     cdef public dict blocking_keys
     cdef public bint lfu, expire_paused
     cdef public object lfu_log_factor, lfu_decay_time
     cdef public set mem_dirty
-    cdef public dict mem_sizes
     cdef public object mem_total
     cdef public object slot_index
     cdef dict __dict__

@@ -1,10 +1,13 @@
 """The keyspace: numbered databases of keys, their expiry times and access clocks.
 
-A ``Database`` owns three dicts keyed by the key's bytes:
+A ``Database`` owns two tables keyed by the key's bytes:
 
-* ``data``    key -> value (``bytes``/``bytearray`` for strings, a value-type object otherwise)
-* ``expires`` key -> absolute expiry time in Unix milliseconds (only keys with a TTL)
-* ``access``  key -> last access time in seconds (for ``OBJECT IDLETIME``)
+* ``data``    a ``KeyTable`` (pykv.storage._keytable): key -> value (``bytes``/``bytearray``
+  for strings, a value-type object otherwise), and per key its access clock (the last
+  access second, or the LFU word; ``access`` is a mapping view of it for ``OBJECT``) and
+  its memory estimate (pykv.storage.memory), all in one entry
+* ``expires`` an ``IntTable`` (the same table with the int inline in the entry): key ->
+  absolute expiry time in Unix milliseconds (only keys with a TTL)
 
 Expiry is lazy (a lookup of an expired key deletes it first) and active (``active_expire``
 walks the keys with a TTL a slice at a time from a timer, like Redis's expire cycle).
@@ -18,6 +21,8 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from pykv.storage._keytable import AccessView, IntTable, KeyTable
 
 
 def now_ms() -> int:
@@ -53,18 +58,17 @@ class Database:
     """One numbered database (``SELECT n``)."""
 
     __slots__ = (
-        "id", "data", "expires", "access", "clock", "_signal_hook", "on_expired", "on_flush",
+        "id", "data", "expires", "clock", "_signal_hook", "on_expired", "on_flush",
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
-        "scan_index", "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
-        "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty", "mem_sizes",
+        "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
+        "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty",
         "mem_total", "slot_index", "signal_keys",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
         self.id = db_id
-        self.data: dict[bytes, Any] = {}
-        self.expires: dict[bytes, int] = {}
-        self.access: dict[bytes, int] = {}
+        self.data = KeyTable()
+        self.expires = IntTable()
         self.clock = clock
         # hooks installed by the server; no-ops until something listens
         self._signal_hook: Callable[[Database, bytes], None] = _noop
@@ -79,10 +83,9 @@ class Database:
         self._expire_pos = 0
         self.avg_ttl = 0
         self.expired_count = 0
-        # bumped by every ``set``: SCAN rebuilds its hash-order snapshot only when keys may
-        # have been added (see pykv.storage.scan); write keys through ``set``, not ``data``
+        # bumped by every ``set``: eviction's snapshot of the keys with a TTL is rebuilt
+        # once enough keys may have been added (SCAN walks ``data`` itself)
         self.version = 0
-        self.scan_index: Any = None
         # clients parked on keys by blocking commands (key -> FIFO of waiters) and the
         # hook ``set`` calls when one of those keys is written (see pykv.server.blocking)
         self.blocking_keys: dict[bytes, Any] = {}
@@ -96,10 +99,9 @@ class Database:
         self.lfu_decay_time = 1
         # CLIENT PAUSE: expired keys read as missing but are not deleted (Redis 7.0)
         self.expire_paused = False
-        # memory accounting (pykv.storage.memory): keys written since the last refresh, the
-        # estimate per key and their sum
+        # memory accounting (pykv.storage.memory): keys written since the last refresh and
+        # the sum of the estimates at the last refresh (the table keeps one per key)
         self.mem_dirty: set[bytes] = set()
-        self.mem_sizes: dict[bytes, int] = {}
         self.mem_total = 0
         # cluster mode, database 0: the keys per hash slot (pykv.cluster.slot_index)
         self.slot_index: Any = None
@@ -114,45 +116,45 @@ class Database:
         self._signal_hook = hook
         self.signal_keys = None
 
+    @property
+    def access(self) -> AccessView:
+        """The keys' access clocks as a mapping (LRU second or LFU word)."""
+        return AccessView(self.data)
+
     def __len__(self) -> int:
         return len(self.data)
 
     # -- lookups -----------------------------------------------------------------------
     def get(self, key: bytes, touch: bool = True) -> Any:
         """The live value of ``key`` or None (expiring it first if its time has come)."""
-        value = self.data.get(key)
-        if value is None:
-            return None
         if self.expires:
             when = self.expires.get(key)
             if when is not None and when <= self.clock.ms and not self.clock.master_view:
-                if not self.expire_paused:
+                if key in self.data and not self.expire_paused:
                     self.expire_now(key)
                 return None
         if touch and not self.clock.no_touch:
             if self.lfu:
-                self.lfu_touch(key)
-            else:
-                sec = self.clock.sec
-                # most reads within a second find the clock already there: a lookup is
-                # cheaper than a dict store
-                if self.access.get(key) != sec:
-                    self.access[key] = sec
-        return value
+                value = self.data.get(key)
+                if value is not None:
+                    self.lfu_touch(key)
+                return value
+            return self.data.get_touch(key, self.clock.sec)  # one probe: value and clock
+        return self.data.get(key)
 
     def touch(self, key: bytes) -> None:
         """TOUCH on a live key: an access even for a NO-TOUCH client."""
         if self.lfu:
             self.lfu_touch(key)
         else:
-            self.access[key] = self.clock.sec
+            self.data.set_access(key, self.clock.sec)
 
     def restore_access(self, key: bytes, freq: int, idle: int) -> None:
         """Redis's objectSetLRUOrLFU for RESTORE: FREQ counts only under an LFU policy,
         IDLETIME (seconds) only under an LRU one, on Redis's 24-bit LRU clock."""
         if self.lfu:
             if freq >= 0:
-                self.access[key] = (((self.clock.sec // 60) & 0xFFFF) << 8) | freq
+                self.data.set_access(key, (((self.clock.sec // 60) & 0xFFFF) << 8) | freq)
             return
         if idle < 0:
             return
@@ -162,20 +164,20 @@ class Database:
             lru += LRU_CLOCK_MAX
         lru &= LRU_CLOCK_MAX
         seen = now - lru if now >= lru else now + (LRU_CLOCK_MAX - lru)
-        self.access[key] = self.clock.sec - seen
+        self.data.set_access(key, self.clock.sec - seen)
 
     def lfu_touch(self, key: bytes) -> None:
         """Redis's updateLFU: decay the counter by the idle periods, then the logarithmic
         increment (always from 5 to 6; ever less likely as the counter grows)."""
         now_min = (self.clock.sec // 60) & 0xFFFF
-        packed = self.access.get(key)
+        packed = self.data.get_access(key)
         counter = LFU_INIT_VAL if packed is None else \
             lfu_counter(packed, now_min, self.lfu_decay_time)
         if counter < 255:
             base = counter - LFU_INIT_VAL
             if base <= 0 or random.random() < 1.0 / (base * self.lfu_log_factor + 1):
                 counter += 1
-        self.access[key] = (now_min << 8) | counter
+        self.data.set_access(key, (now_min << 8) | counter)
 
     def contains(self, key: bytes) -> bool:
         return self.get(key, touch=False) is not None
@@ -208,19 +210,17 @@ class Database:
             self.on_new_key(self, key)  # Redis fires "new" inside dbAdd, before the command's
         if self.slot_index is not None and key not in self.data:
             self.slot_index.add(key)
-        self.data[key] = value
         if not self.lfu:
-            sec = self.clock.sec
-            if self.access.get(key) != sec:
-                self.access[key] = sec
-        elif key in self.access:  # an overwrite counts as an access (lookupKeyWrite)
+            self.data.put_touch(key, value, self.clock.sec)
+        elif self.data.get_access(key) is not None:  # an overwrite is an access (lookupKeyWrite)
+            self.data.store(key, value)
             self.lfu_touch(key)
         else:
-            self.access[key] = ((self.clock.sec // 60) & 0xFFFF) << 8 | LFU_INIT_VAL
+            self.data.put_touch(key, value, ((self.clock.sec // 60) & 0xFFFF) << 8 | LFU_INIT_VAL)
         self.version += 1
         self.mem_dirty.add(key)
         if not keep_ttl and self.expires:
-            self.expires.pop(key, None)
+            self.expires.discard(key)
         self._signal(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)
@@ -234,12 +234,12 @@ class Database:
         """Store a new representation of the same value (bytes -> bytearray before an
         in-place edit, Redis's dbUnshareStringValue): no change is signalled; the caller
         signals if it then really changes something."""
-        self.data[key] = value
+        self.data.store(key, value)
         self.mem_dirty.add(key)
 
     def replace_value(self, key: bytes, value: Any) -> None:
         """Update the value of an existing key in place, keeping its TTL."""
-        self.data[key] = value
+        self.data.store(key, value)
         self.mem_dirty.add(key)
         self._signal(key)
 
@@ -260,15 +260,14 @@ class Database:
         return value
 
     def _remove(self, key: bytes) -> None:
-        del self.data[key]
+        self.data.discard(key)
         if self.slot_index is not None:
             self.slot_index.remove(key)
         if self.blocking_keys and key in self.blocking_keys:
             self.on_key_ready(self, key)  # a waiter may have to hear it went (XREADGROUP)
         self.mem_dirty.add(key)
-        self.access.pop(key, None)
         if self.expires:
-            self.expires.pop(key, None)
+            self.expires.discard(key)
 
     def clear(self) -> int:
         n = len(self.data)
@@ -276,23 +275,20 @@ class Database:
         for key in self.blocking_keys:
             if key in self.data:
                 self.on_key_ready(self, key)
-        self.data = {}
+        self.data = KeyTable()
         if self.slot_index is not None:
             self.slot_index.clear()
-        self.expires = {}
-        self.access = {}
+        self.expires = IntTable()
         self._expire_snapshot = []
         self._expire_pos = 0
         self.avg_ttl = 0
-        self.scan_index = None  # it holds the old dict: let the flush free it
         self.mem_dirty = set()
-        self.mem_sizes = {}
         self.mem_total = 0
         return n
 
     # -- expiry ------------------------------------------------------------------------
     def set_expire(self, key: bytes, when_ms: int) -> None:
-        self.expires[key] = when_ms
+        self.expires.store(key, when_ms)
         self.mem_dirty.add(key)
         self._signal(key)
 
@@ -301,7 +297,7 @@ class Database:
         return self.expires.get(key, -1)
 
     def persist(self, key: bytes) -> bool:
-        if self.expires.pop(key, None) is None:
+        if self.expires.discard(key) is None:
             return False
         self.mem_dirty.add(key)
         self._signal(key)

@@ -1,7 +1,8 @@
 """Memory accounting: the estimate behind ``used_memory``, in Redis's terms.
 
 Each database keeps a running total of per-key estimates (``Database.mem_total``, with the
-figure behind it per key in ``Database.mem_sizes``). Writes only note the key in
+figure behind it per key in the key's entry of ``Database.data``, the key table, which
+keeps their sum and drops a key's figure with the key). Writes only note the key in
 ``Database.mem_dirty`` (one set insertion on the hot path); ``refresh(db)`` re-estimates the
 noted keys and adjusts the total, and runs before every command while ``maxmemory`` is on,
 from the cron, and when INFO/MEMORY asks. A key's estimate is what Redis would allocate for
@@ -142,17 +143,12 @@ def refresh(db: Any) -> int:
     dirty = db.mem_dirty
     if dirty:
         db.mem_dirty = set()
-        sizes = db.mem_sizes
         data = db.data
-        total = db.mem_total
         for key in dirty:
-            total -= sizes.pop(key, 0)
             value = data.get(key)
             if value is not None:
-                size = key_usage(db, key, value)
-                sizes[key] = size
-                total += size
-        db.mem_total = total
+                data.set_mem(key, key_usage(db, key, value))
+    db.mem_total = db.data.mem_total
     return db.mem_total
 
 

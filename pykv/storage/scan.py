@@ -1,4 +1,7 @@
-"""Cursor iteration (SCAN, HSCAN, SSCAN, ZSCAN) over Python dicts and sets.
+"""Cursor iteration (HSCAN, SSCAN, ZSCAN) over Python dicts and sets.
+
+(The keyspace's SCAN walks its key table's buckets with Redis's own cursor: see
+pykv.storage._keytable.)
 
 Redis's guarantee: a full iteration (cursor 0 back to cursor 0) returns every element that
 was present from its start to its end; elements added or removed meanwhile may or may not
@@ -18,7 +21,7 @@ Finding "the next elements by position" needs the elements sorted by position: a
 deleted (they are skipped: the caller's ``alive`` test) but must hold every element that
 existed when an iteration started, so it is rebuilt at cursor 0 whenever the container may
 have gained elements since it was taken. Containers that count their additions pass that
-count as ``version`` (the keyspace does); without one the snapshot is rebuilt at every
+count as ``version`` (the value types do); without one the snapshot is rebuilt at every
 cursor-0 call, which costs O(n log n) once per iteration. Any snapshot taken after an
 iteration began also holds every element present throughout it, so concurrent iterations
 may share one index.
