@@ -13,11 +13,14 @@ part of the ``dict`` protocol the hash commands use, so a small hash keeps the d
 interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
 (score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
 and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
-``PackedList`` answers the ``deque`` subset of a small list.
+``PackedList`` answers the ``deque`` subset of a small list, ``QuickList`` the same subset
+for a big one: a sequence of listpack nodes of at most 8 KB each, as Redis's quicklist.
 """
 cimport cython
-from itertools import islice
+from itertools import chain, islice
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -863,16 +866,54 @@ cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noe
 
 
 # A list stays packed while its listpack fits one quicklist node of the default
-# list-max-listpack-size (-2: 8 KB); past that its elements move to a deque.
+# list-max-listpack-size (-2: 8 KB); past that its elements move to a QuickList of such
+# nodes.
 DEF LIST_PACKED_BYTES = 8192
 
 
-@cython.no_gc  # its deque holds bytes only
+@cython.no_gc  # its QuickList holds listpack nodes only: no cycle runs through it
 cdef class PackedList(Listpack):
     """The ``collections.deque`` subset the list commands use, packed in one listpack
-    while small; past one node's worth of bytes the elements move to a deque (``dq``)
-    that every method then forwards to (``ListValue.settle`` swaps it in)."""
+    while small; past one node's worth of bytes the elements move to a ``QuickList``
+    (``dq``) that every method then forwards to (``ListValue.settle`` swaps it in).
+    A QuickList's nodes are PackedLists whose ``dq`` stays None."""
     cdef public object dq
+    # as a QuickList node: the bytes allocated (grown by doubling up to a node's size, so
+    # pushes do not realloc the buffer each time); 0 for a list's own listpack, which is
+    # allocated to its exact size
+    cdef Py_ssize_t cap
+
+    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
+                     Py_ssize_t n) except -1:
+        cdef Py_ssize_t total, new_total, cap
+        cdef unsigned char *p
+        if not self.cap:
+            return Listpack._splice(self, off, remove, ins, n)
+        total = self._total()
+        new_total = total - remove + n
+        if new_total > LISTPACK_MAX_SAFETY_SIZE:
+            raise ListpackFull()
+        cap = self.cap
+        if new_total > cap:
+            cap = max(new_total, min(2 * cap, LIST_PACKED_BYTES))
+        elif cap > LIST_PACKED_BYTES and new_total <= cap // 2:
+            cap = max(new_total, LIST_PACKED_BYTES)  # a big element left the node
+        if cap != self.cap and new_total > total:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.lp = p
+            self.cap = cap
+        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
+        if n:
+            memcpy(self.lp + off, ins, n)
+        if cap != self.cap:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p != NULL:
+                self.lp = p
+                self.cap = cap
+        self._set_header(new_total)
+        return 0
 
     def __init__(self, items=None):
         if items is not None:
@@ -882,10 +923,9 @@ cdef class PackedList(Listpack):
         return self._total() + more <= LIST_PACKED_BYTES
 
     cdef int _spill(self, Py_ssize_t more) except -1:
-        """Moves to a deque when ``more`` bytes of new elements would not fit."""
-        from collections import deque
+        """Moves to a QuickList when ``more`` bytes of new elements would not fit."""
         if not self._fits(more):
-            self.dq = deque(self.tolist())
+            self.dq = QuickList(self.tolist())
             self.count = 0
             self._splice(HEADER, self._end() - HEADER, NULL, 0)
         return 0
@@ -945,27 +985,26 @@ cdef class PackedList(Listpack):
                 self.dq.extendleft(it)
                 return
 
-    def pop(self):
+    cdef bytes _take(self, bint left):
+        """Removes and returns the first (``left``) or last element of the listpack."""
         cdef Py_ssize_t off
-        if self.dq is not None:
-            return self.dq.pop()
         if not self.count:
             raise IndexError("pop from an empty deque")
-        off = _prev_offset(self.lp, self._end())
+        off = HEADER if left else _prev_offset(self.lp, self._end())
         item = _entry_bytes(self.lp + off)
         self.count -= 1
         self._splice(off, _entry_size(self.lp + off), NULL, 0)
         return item
 
+    def pop(self):
+        if self.dq is not None:
+            return self.dq.pop()
+        return self._take(False)
+
     def popleft(self):
         if self.dq is not None:
             return self.dq.popleft()
-        if not self.count:
-            raise IndexError("pop from an empty deque")
-        item = _entry_bytes(self.lp + HEADER)
-        self.count -= 1
-        self._splice(HEADER, _entry_size(self.lp + HEADER), NULL, 0)
-        return item
+        return self._take(True)
 
     def __getitem__(self, Py_ssize_t index):
         if self.dq is not None:
@@ -1024,7 +1063,7 @@ cdef class PackedList(Listpack):
         cdef list out = []
         cdef Py_ssize_t off, i
         if self.dq is not None:
-            return list(islice(self.dq, start, stop))
+            return self.dq.range(start, stop)
         if stop > self.count:
             stop = self.count
         if start >= stop:
@@ -1070,3 +1109,326 @@ cdef class PackedList(Listpack):
 
     def __repr__(self):
         return f"PackedList({list(self)!r})"
+
+
+# -- big lists: Redis's quicklist ---------------------------------------------------------------
+# an upper bound of the bytes an element adds to a listpack beyond its data
+DEF ENTRY_OVERHEAD = MAX_ENTRY_HEAD + MAX_BACKLEN
+
+
+cdef inline PackedList _node_at(list nodes, Py_ssize_t i):
+    return <PackedList>nodes[i]
+
+
+cdef list _reversed_elements(PackedList node):
+    cdef list out = node.tolist()
+    out.reverse()
+    return out
+
+
+cdef PackedList _new_node():
+    """An empty QuickList node (its buffer grows by doubling)."""
+    cdef PackedList node = PackedList.__new__(PackedList)
+    node.cap = HEADER + 1
+    return node
+
+
+cdef PackedList _packed_node(list elements, Py_ssize_t lo, Py_ssize_t hi):
+    """A node holding ``elements[lo:hi]``."""
+    cdef PackedList node = _new_node()
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        node._insert_at(node._end(), <bytes>elements[i])
+    return node
+
+
+@cython.final
+@cython.no_gc  # holds a list of listpack nodes, which hold no references
+cdef class QuickList:
+    """The ``collections.deque`` subset the list commands use, over a Python list of
+    listpack nodes (``PackedList``) of at most 8 KB each (one element bigger than that gets
+    a node of its own), as Redis's quicklist with the default list-max-listpack-size -2.
+
+    Pushes and pops at either end touch one end node: O(1) apart from the node's memmove,
+    as in Redis. Index access walks node counts from the nearer end, then one node. No node
+    is ever empty. The layout of nodes is internal: RDB and DEBUG re-split the elements by
+    the configured node size (``pykv.storage.rdb.objects.list_nodes``)."""
+    cdef list nodes
+    cdef Py_ssize_t n
+
+    def __cinit__(self):
+        self.nodes = []
+        self.n = 0
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    def __len__(self):
+        return self.n
+
+    # -- ends --------------------------------------------------------------------------------
+    cdef int _push(self, bytes item, bint left) except -1:
+        cdef PackedList node = None
+        if item is None:
+            raise TypeError("list elements are bytes")
+        if self.n:
+            node = _node_at(self.nodes, 0 if left else len(self.nodes) - 1)
+            if not node._fits(PyBytes_GET_SIZE(item) + ENTRY_OVERHEAD):
+                node = None
+        if node is None:
+            node = _new_node()
+            node._insert_at(HEADER, item)
+            if left:
+                self.nodes.insert(0, node)
+            else:
+                self.nodes.append(node)
+        else:
+            node._insert_at(HEADER if left else node._end(), item)
+        self.n += 1
+        return 0
+
+    def append(self, bytes item not None):
+        self._push(item, False)
+
+    def appendleft(self, bytes item not None):
+        self._push(item, True)
+
+    def extend(self, items):
+        for item in items:
+            self._push(item, False)
+
+    def extendleft(self, items):
+        for item in items:
+            self._push(item, True)
+
+    cdef bytes _pop(self, bint left):
+        cdef Py_ssize_t i
+        cdef PackedList node
+        if not self.n:
+            raise IndexError("pop from an empty deque")
+        i = 0 if left else len(self.nodes) - 1
+        node = _node_at(self.nodes, i)
+        item = node._take(left)
+        self.n -= 1
+        if not node.count:
+            del self.nodes[i]
+        return item
+
+    def pop(self):
+        return self._pop(False)
+
+    def popleft(self):
+        return self._pop(True)
+
+    # -- positions ---------------------------------------------------------------------------
+    cdef Py_ssize_t _locate(self, Py_ssize_t index, Py_ssize_t *local) noexcept:
+        """The node holding element ``index`` (0 <= index < len) and, in ``local``, its
+        index in that node: walks node counts from the nearer end."""
+        cdef list nodes = self.nodes
+        cdef Py_ssize_t i, count
+        if index <= self.n // 2:
+            for i in range(len(nodes)):
+                count = _node_at(nodes, i).count
+                if index < count:
+                    local[0] = index
+                    return i
+                index -= count
+        else:
+            index = self.n - 1 - index
+            for i in range(len(nodes) - 1, -1, -1):
+                count = _node_at(nodes, i).count
+                if index < count:
+                    local[0] = count - 1 - index
+                    return i
+                index -= count
+        local[0] = 0
+        return 0
+
+    cdef Py_ssize_t _checked(self, Py_ssize_t index) except -1:
+        if index < 0:
+            index += self.n
+        if not 0 <= index < self.n:
+            raise IndexError("deque index out of range")
+        return index
+
+    cdef int _split(self, Py_ssize_t i) except -1:
+        """Re-packs node ``i`` into nodes of at most 8 KB once an edit overfilled it."""
+        cdef PackedList node = _node_at(self.nodes, i)
+        cdef list elements, parts
+        cdef Py_ssize_t lo, hi, size, need
+        if node.count < 2 or node._total() <= LIST_PACKED_BYTES:
+            return 0
+        elements = node.tolist()
+        parts = []
+        lo = 0
+        while lo < len(elements):
+            size = HEADER + 1
+            hi = lo
+            while hi < len(elements):
+                need = PyBytes_GET_SIZE(<bytes>elements[hi]) + ENTRY_OVERHEAD
+                if hi > lo and size + need > LIST_PACKED_BYTES:
+                    break
+                size += need
+                hi += 1
+            parts.append(_packed_node(elements, lo, hi))
+            lo = hi
+        self.nodes[i:i + 1] = parts
+        return 0
+
+    def __getitem__(self, Py_ssize_t index):
+        cdef Py_ssize_t local
+        cdef PackedList node = _node_at(self.nodes, self._locate(self._checked(index), &local))
+        return _entry_bytes(node.lp + node._index_offset(local))
+
+    def __setitem__(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t local
+        cdef Py_ssize_t i = self._locate(self._checked(index), &local)
+        cdef PackedList node = _node_at(self.nodes, i)
+        node._replace_at(node._index_offset(local), item)
+        self._split(i)
+
+    def insert(self, Py_ssize_t index, bytes item not None):
+        """``deque.insert``: before ``index`` (clamped to the ends)."""
+        cdef Py_ssize_t local, i
+        cdef PackedList node
+        if index < 0:
+            index = max(0, index + self.n)
+        if index == 0 or index >= self.n:
+            self._push(item, index == 0)
+            return
+        i = self._locate(index, &local)
+        node = _node_at(self.nodes, i)
+        node._insert_at(node._index_offset(local), item)
+        self.n += 1
+        self._split(i)
+
+    def index(self, item, Py_ssize_t start=0, Py_ssize_t stop=PY_SSIZE_T_MAX):
+        """``deque.index``: the first position of ``item`` in [start, stop)."""
+        cdef Probe pr
+        cdef Py_ssize_t n = self.n, local, i, pos, off, end
+        cdef PackedList node
+        if start < 0:
+            start = max(0, start + n)
+        if stop < 0:
+            stop = max(0, stop + n)
+        if stop > n:
+            stop = n
+        if type(item) is bytes and start < stop:
+            _probe(&pr, item)
+            i = self._locate(start, &local)
+            pos = start
+            while pos < stop:
+                node = _node_at(self.nodes, i)
+                off = node._index_offset(local)
+                end = node._end()
+                while off < end and pos < stop:
+                    if _matches(node.lp + off, &pr):
+                        return pos
+                    off += _entry_size(node.lp + off)
+                    pos += 1
+                i += 1
+                local = 0
+        raise ValueError(f"{item!r} is not in deque")
+
+    def range(self, Py_ssize_t start, Py_ssize_t stop):
+        """Elements at [start, stop) (0 <= start), walking only to them."""
+        cdef list out
+        cdef Py_ssize_t local, i, off, end, k = 0, count
+        cdef PackedList node
+        if stop > self.n:
+            stop = self.n
+        if start >= stop:
+            return []
+        count = stop - start
+        out = PyList_New(count)
+        i = self._locate(start, &local)
+        while True:
+            node = _node_at(self.nodes, i)
+            off = node._index_offset(local)
+            end = node._end()
+            while off < end:
+                item = _entry_bytes(node.lp + off)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, k, item)
+                k += 1
+                if k == count:
+                    return out
+                off += _entry_size(node.lp + off)
+            i += 1
+            local = 0
+
+    def del_range(self, Py_ssize_t start, Py_ssize_t count):
+        """Removes ``count`` elements from ``start`` (0 <= start, start + count <= len):
+        whole nodes are dropped, the two partial ones cut in one splice each."""
+        cdef Py_ssize_t local, i, off, end, take, j
+        cdef PackedList node
+        if count <= 0:
+            return
+        i = self._locate(start, &local)
+        self.n -= count
+        while count:
+            node = _node_at(self.nodes, i)
+            take = min(count, node.count - local)
+            if take == node.count:
+                del self.nodes[i]
+            else:
+                off = node._index_offset(local)
+                end = off
+                for j in range(take):
+                    end += _entry_size(node.lp + end)
+                node.count -= take
+                node._splice(off, end - off, NULL, 0)
+                i += 1
+            count -= take
+            local = 0
+
+    def clear(self):
+        self.nodes = []
+        self.n = 0
+
+    # -- the whole list ----------------------------------------------------------------------
+    def __iter__(self):
+        return chain.from_iterable(map(PackedList.tolist, self.nodes))
+
+    def __reversed__(self):
+        return chain.from_iterable(map(_reversed_elements, reversed(self.nodes)))
+
+    def nbytes(self):
+        """The bytes of every node's listpack."""
+        cdef Py_ssize_t total = 0, i
+        for i in range(len(self.nodes)):
+            total += _node_at(self.nodes, i)._total()
+        return total
+
+    def node_count(self):
+        return len(self.nodes)
+
+    def node_sizes(self):
+        """(elements, listpack bytes) of every node, in order (tests check the layout)."""
+        cdef PackedList node
+        return [(node.count, node._total()) for node in self.nodes]
+
+    def copy(self):
+        cdef QuickList other = QuickList.__new__(QuickList)
+        cdef PackedList node, twin
+        for node in self.nodes:
+            twin = PackedList.__new__(PackedList)
+            twin._load_blob(node.blob(), node.count)
+            twin.cap = node._total()
+            other.nodes.append(twin)
+        other.n = self.n
+        return other
+
+    def __eq__(self, other):
+        try:
+            return list(self) == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __sizeof__(self):
+        return (object.__sizeof__(self) + self.nodes.__sizeof__()
+                + sum(node.__sizeof__() for node in self.nodes))
+
+    def __repr__(self):
+        return f"QuickList({list(self)!r})"
