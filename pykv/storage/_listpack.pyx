@@ -14,7 +14,7 @@ interface at a fraction of its memory. ``ListpackZset`` reads them as member/sco
 (score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
 and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
 ``PackedList`` answers the ``deque`` subset of a small list, ``QuickList`` the same subset
-for a big one: a sequence of listpack nodes of at most 8 KB each, as Redis's quicklist.
+for a big one: a sequence of small listpack nodes, as Redis's quicklist.
 """
 cimport cython
 from itertools import chain, islice
@@ -866,9 +866,14 @@ cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noe
 
 
 # A list stays packed while its listpack fits one quicklist node of the default
-# list-max-listpack-size (-2: 8 KB); past that its elements move to a QuickList of such
+# list-max-listpack-size (-2: 8 KB); past that its elements move to a QuickList of
 # nodes.
 DEF LIST_PACKED_BYTES = 8192
+# A QuickList's nodes are smaller: the node layout is internal (RDB and DEBUG re-split by
+# list-max-listpack-size), and a push or pop at the head moves the whole head node, so a
+# smaller node costs fewer instructions there for a few bytes per node more
+DEF NODE_BYTES = 2048
+QUICKLIST_NODE_BYTES = NODE_BYTES
 
 
 @cython.no_gc  # its QuickList holds listpack nodes only: no cycle runs through it
@@ -895,9 +900,9 @@ cdef class PackedList(Listpack):
             raise ListpackFull()
         cap = self.cap
         if new_total > cap:
-            cap = max(new_total, min(2 * cap, LIST_PACKED_BYTES))
-        elif cap > LIST_PACKED_BYTES and new_total <= cap // 2:
-            cap = max(new_total, LIST_PACKED_BYTES)  # a big element left the node
+            cap = max(new_total, min(2 * cap, NODE_BYTES))
+        elif cap > NODE_BYTES and new_total <= cap // 2:
+            cap = max(new_total, NODE_BYTES)  # a big element left the node
         if cap != self.cap and new_total > total:
             p = <unsigned char *>PyMem_Realloc(self.lp, cap)
             if p == NULL:
@@ -1146,8 +1151,8 @@ cdef PackedList _packed_node(list elements, Py_ssize_t lo, Py_ssize_t hi):
 @cython.no_gc  # holds a list of listpack nodes, which hold no references
 cdef class QuickList:
     """The ``collections.deque`` subset the list commands use, over a Python list of
-    listpack nodes (``PackedList``) of at most 8 KB each (one element bigger than that gets
-    a node of its own), as Redis's quicklist with the default list-max-listpack-size -2.
+    listpack nodes (``PackedList``) of at most NODE_BYTES each (one element bigger than that
+    gets a node of its own), as Redis's quicklist.
 
     Pushes and pops at either end touch one end node: O(1) apart from the node's memmove,
     as in Redis. Index access walks node counts from the nearer end, then one node. No node
@@ -1174,7 +1179,7 @@ cdef class QuickList:
             raise TypeError("list elements are bytes")
         if self.n:
             node = _node_at(self.nodes, 0 if left else len(self.nodes) - 1)
-            if not node._fits(PyBytes_GET_SIZE(item) + ENTRY_OVERHEAD):
+            if node._total() + PyBytes_GET_SIZE(item) + ENTRY_OVERHEAD > NODE_BYTES:
                 node = None
         if node is None:
             node = _new_node()
@@ -1253,11 +1258,11 @@ cdef class QuickList:
         return index
 
     cdef int _split(self, Py_ssize_t i) except -1:
-        """Re-packs node ``i`` into nodes of at most 8 KB once an edit overfilled it."""
+        """Re-packs node ``i`` into nodes of at most NODE_BYTES once an edit overfilled it."""
         cdef PackedList node = _node_at(self.nodes, i)
         cdef list elements, parts
         cdef Py_ssize_t lo, hi, size, need
-        if node.count < 2 or node._total() <= LIST_PACKED_BYTES:
+        if node.count < 2 or node._total() <= NODE_BYTES:
             return 0
         elements = node.tolist()
         parts = []
@@ -1267,7 +1272,7 @@ cdef class QuickList:
             hi = lo
             while hi < len(elements):
                 need = PyBytes_GET_SIZE(<bytes>elements[hi]) + ENTRY_OVERHEAD
-                if hi > lo and size + need > LIST_PACKED_BYTES:
+                if hi > lo and size + need > NODE_BYTES:
                     break
                 size += need
                 hi += 1
