@@ -883,43 +883,6 @@ cdef class PackedList(Listpack):
     (``dq``) that every method then forwards to (``ListValue.settle`` swaps it in).
     A QuickList's nodes are PackedLists whose ``dq`` stays None."""
     cdef public object dq
-    # as a QuickList node: the bytes allocated (grown by doubling up to a node's size, so
-    # pushes do not realloc the buffer each time); 0 for a list's own listpack, which is
-    # allocated to its exact size
-    cdef Py_ssize_t cap
-
-    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
-                     Py_ssize_t n) except -1:
-        cdef Py_ssize_t total, new_total, cap
-        cdef unsigned char *p
-        if not self.cap:
-            return Listpack._splice(self, off, remove, ins, n)
-        total = self._total()
-        new_total = total - remove + n
-        if new_total > LISTPACK_MAX_SAFETY_SIZE:
-            raise ListpackFull()
-        cap = self.cap
-        if new_total > cap:
-            cap = max(new_total, min(2 * cap, NODE_BYTES))
-        elif cap > NODE_BYTES and new_total <= cap // 2:
-            cap = max(new_total, NODE_BYTES)  # a big element left the node
-        if cap != self.cap and new_total > total:
-            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
-            if p == NULL:
-                raise MemoryError()
-            self.lp = p
-            self.cap = cap
-        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
-        if n:
-            memcpy(self.lp + off, ins, n)
-        if cap != self.cap:
-            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
-            if p != NULL:
-                self.lp = p
-                self.cap = cap
-        self._set_header(new_total)
-        return 0
-
     def __init__(self, items=None):
         if items is not None:
             self.extend(items)
@@ -1131,9 +1094,48 @@ cdef list _reversed_elements(PackedList node):
     return out
 
 
+@cython.final
+@cython.no_gc
+cdef class _Node(PackedList):
+    """A QuickList node: a PackedList whose buffer grows by doubling up to NODE_BYTES, so
+    pushes do not realloc it each time (a small list's own PackedList is allocated to its
+    exact size, and has no room for the extra field in its allocation class)."""
+    cdef Py_ssize_t cap  # the bytes allocated
+
+    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
+                     Py_ssize_t n) except -1:
+        cdef Py_ssize_t total, new_total, cap
+        cdef unsigned char *p
+        total = self._total()
+        new_total = total - remove + n
+        if new_total > LISTPACK_MAX_SAFETY_SIZE:
+            raise ListpackFull()
+        cap = self.cap
+        if new_total > cap:
+            cap = max(new_total, min(2 * cap, NODE_BYTES))
+        elif cap > NODE_BYTES and new_total <= cap // 2:
+            cap = max(new_total, NODE_BYTES)  # a big element left the node
+        if cap != self.cap and new_total > total:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.lp = p
+            self.cap = cap
+        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
+        if n:
+            memcpy(self.lp + off, ins, n)
+        if cap != self.cap:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p != NULL:
+                self.lp = p
+                self.cap = cap
+        self._set_header(new_total)
+        return 0
+
+
 cdef PackedList _new_node():
-    """An empty QuickList node (its buffer grows by doubling)."""
-    cdef PackedList node = PackedList.__new__(PackedList)
+    """An empty QuickList node."""
+    cdef _Node node = _Node.__new__(_Node)
     node.cap = HEADER + 1
     return node
 
@@ -1416,9 +1418,10 @@ cdef class QuickList:
 
     def copy(self):
         cdef QuickList other = QuickList.__new__(QuickList)
-        cdef PackedList node, twin
+        cdef PackedList node
+        cdef _Node twin
         for node in self.nodes:
-            twin = PackedList.__new__(PackedList)
+            twin = _Node.__new__(_Node)
             twin._load_blob(node.blob(), node.count)
             twin.cap = node._total()
             other.nodes.append(twin)
