@@ -97,6 +97,42 @@ cdef inline Py_ssize_t _entry_size(const unsigned char *p) noexcept:
     return n + _backlen_size(n)
 
 
+# -- the header's element count -------------------------------------------------------------
+cdef Py_ssize_t _lp_walk_count(const unsigned char *lp) noexcept:
+    """Entries counted one by one (the header's count saturated: Redis's ``lpLength``)."""
+    cdef Py_ssize_t off = HEADER, n = 0
+    cdef Py_ssize_t end = (lp[0] | (lp[1] << 8) | (lp[2] << 16) | (<Py_ssize_t>lp[3] << 24)) - 1
+    while off < end:
+        off += _entry_size(lp + off)
+        n += 1
+    return n
+
+
+cdef inline Py_ssize_t _lp_len(const unsigned char *lp) noexcept:
+    """Elements in the listpack: the header's count, or a walk once it saturated at 65535."""
+    cdef Py_ssize_t c = lp[4] | (lp[5] << 8)
+    if c < 65535:
+        return c
+    return _lp_walk_count(lp)
+
+
+cdef inline void _lp_store_len(unsigned char *lp, Py_ssize_t c) noexcept:
+    if c > 65535:
+        c = 65535
+    lp[4] = c & 0xFF
+    lp[5] = (c >> 8) & 0xFF
+
+
+cdef inline void _lp_add_len(unsigned char *lp, Py_ssize_t delta) noexcept:
+    """After ``delta`` elements were added (or removed, negative) to the buffer."""
+    cdef Py_ssize_t c = lp[4] | (lp[5] << 8)
+    if c < 65535:
+        c += delta
+    elif delta < 0:
+        c = _lp_walk_count(lp)  # may fit the header again
+    _lp_store_len(lp, c)
+
+
 cdef inline bint _is_int_entry(const unsigned char *p) noexcept:
     cdef unsigned char b = p[0]
     return b < 0x80 or (0xC0 <= b < 0xE0) or (0xF1 <= b <= 0xF4)
@@ -233,14 +269,15 @@ cdef int _check_room(Listpack lp, bytes a, bytes b) except -1:
 cdef class Listpack:
     """A sequence of ``bytes`` elements in one Redis-layout listpack buffer."""
     cdef unsigned char *lp
-    cdef Py_ssize_t count   # elements (the header's field saturates at 65535)
+    # the element count lives in the header only (``_lp_len``): no field for it keeps a
+    # small hash's or zset's listpack object in the 32-byte allocation class
 
     def __cinit__(self):
         self.lp = <unsigned char *>PyMem_Malloc(HEADER + 1)
         if self.lp == NULL:
             raise MemoryError()
-        self.count = 0
         self._set_header(HEADER + 1)
+        _lp_store_len(self.lp, 0)
         self.lp[HEADER] = 0xFF
 
     def __dealloc__(self):
@@ -256,13 +293,10 @@ cdef class Listpack:
 
     cdef inline void _set_header(self, Py_ssize_t total) noexcept:
         cdef unsigned char *p = self.lp
-        cdef Py_ssize_t c = self.count if self.count < 65535 else 65535
         p[0] = total & 0xFF
         p[1] = (total >> 8) & 0xFF
         p[2] = (total >> 16) & 0xFF
         p[3] = (total >> 24) & 0xFF
-        p[4] = c & 0xFF
-        p[5] = (c >> 8) & 0xFF
 
     cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
                      Py_ssize_t n) except -1:
@@ -306,12 +340,9 @@ cdef class Listpack:
         return 0
 
     cdef int _insert_at(self, Py_ssize_t off, bytes item) except -1:
-        self.count += 1  # first: the header written by the splice counts the new entry
-        try:
-            return self._put(off, 0, item)
-        except BaseException:
-            self.count -= 1
-            raise
+        self._put(off, 0, item)
+        _lp_add_len(self.lp, 1)
+        return 0
 
     cdef int _replace_at(self, Py_ssize_t off, bytes item) except -1:
         return self._put(off, _entry_size(self.lp + off), item)
@@ -328,7 +359,7 @@ cdef class Listpack:
 
     # -- the sequence --------------------------------------------------------------------
     def __len__(self):
-        return self.count
+        return _lp_len(self.lp)
 
     def append(self, bytes item not None):
         self._insert_at(self._end(), item)
@@ -351,8 +382,8 @@ cdef class Listpack:
 
     def __getitem__(self, Py_ssize_t index):
         if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
+            index += _lp_len(self.lp)
+        if not 0 <= index < _lp_len(self.lp):
             raise IndexError("listpack index out of range")
         return _entry_bytes(self.lp + self._offset(index))
 
@@ -377,8 +408,7 @@ cdef class Listpack:
             raise MemoryError()
         self.lp = p
         memcpy(p, PyBytes_AS_STRING(blob), n)
-        self.count = count
-        return 0
+        return 0  # the blob's header holds the count
 
     def __sizeof__(self):
         return object.__sizeof__(self) + self._total()
@@ -422,7 +452,7 @@ cdef class ListpackMap(Listpack):
         return -1
 
     def __len__(self):
-        return self.count >> 1
+        return _lp_len(self.lp) >> 1
 
     def __contains__(self, bytes field not None):
         return self._find(field) >= 0
@@ -468,8 +498,8 @@ cdef class ListpackMap(Listpack):
         size = _entry_size(self.lp + off)
         value = _entry_bytes(self.lp + off + size)
         size += _entry_size(self.lp + off + size)
-        self.count -= 2
         self._splice(off, size, NULL, 0)
+        _lp_add_len(self.lp, -2)
         return value
 
     def __delitem__(self, bytes field not None):
@@ -490,7 +520,7 @@ cdef class ListpackMap(Listpack):
 
     def copy(self):
         cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
-        m._load_blob(self.blob(), self.count)
+        m._load_blob(self.blob(), _lp_len(self.lp))
         return m
 
     def __eq__(self, other):
@@ -558,7 +588,7 @@ cdef class ListpackZset(Listpack):
         return z
 
     def __len__(self):
-        return self.count >> 1
+        return _lp_len(self.lp) >> 1
 
     cdef Py_ssize_t _find(self, bytes member) except -2:
         cdef Probe pr
@@ -614,8 +644,8 @@ cdef class ListpackZset(Listpack):
             return False
         size = _entry_size(self.lp + off)
         size += _entry_size(self.lp + off + size)
-        self.count -= 2
         self._splice(off, size, NULL, 0)
+        _lp_add_len(self.lp, -2)
         return True
 
     def remove_range(self, Py_ssize_t lo, Py_ssize_t hi):
@@ -623,16 +653,16 @@ cdef class ListpackZset(Listpack):
         cdef Py_ssize_t start, stop, i
         if lo < 0:
             lo = 0
-        if hi > (self.count >> 1):
-            hi = self.count >> 1
+        if hi > (_lp_len(self.lp) >> 1):
+            hi = _lp_len(self.lp) >> 1
         if hi <= lo:
             return
         start = self._offset(2 * lo)
         stop = start
         for i in range(2 * (hi - lo)):
             stop += _entry_size(self.lp + stop)
-        self.count -= 2 * (hi - lo)
         self._splice(start, stop - start, NULL, 0)
+        _lp_add_len(self.lp, -(2 * (hi - lo)))
 
     def rank(self, bytes member not None):
         """``member``'s 0-based position, or None."""
@@ -652,8 +682,8 @@ cdef class ListpackZset(Listpack):
         cdef list out = []
         cdef Py_ssize_t off, end = self._end(), i
         cdef bytes member
-        if hi < 0 or hi > (self.count >> 1):
-            hi = self.count >> 1
+        if hi < 0 or hi > (_lp_len(self.lp) >> 1):
+            hi = _lp_len(self.lp) >> 1
         if lo < 0:
             lo = 0
         if lo >= hi:
@@ -699,7 +729,7 @@ cdef class ListpackZset(Listpack):
 
     def copy(self):
         cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
-        z._load_blob(self.blob(), self.count)
+        z._load_blob(self.blob(), _lp_len(self.lp))
         return z
 
     def scores_view(self):
@@ -894,13 +924,13 @@ cdef class PackedList(Listpack):
         """Moves to a QuickList when ``more`` bytes of new elements would not fit."""
         if not self._fits(more):
             self.dq = QuickList(self.tolist())
-            self.count = 0
             self._splice(HEADER, self._end() - HEADER, NULL, 0)
+            _lp_store_len(self.lp, 0)
         return 0
 
     cdef Py_ssize_t _index_offset(self, Py_ssize_t index) except -2:
         """Offset of the element at ``index`` (negative from the end), or IndexError."""
-        cdef Py_ssize_t n = self.count, off, i
+        cdef Py_ssize_t n = _lp_len(self.lp), off, i
         if index < 0:
             index += n
         if not 0 <= index < n:
@@ -915,7 +945,7 @@ cdef class PackedList(Listpack):
     def __len__(self):
         if self.dq is not None:
             return len(self.dq)
-        return self.count
+        return _lp_len(self.lp)
 
     cdef int _push(self, bytes item, bint left) except -1:
         if item is None:
@@ -956,12 +986,12 @@ cdef class PackedList(Listpack):
     cdef bytes _take(self, bint left):
         """Removes and returns the first (``left``) or last element of the listpack."""
         cdef Py_ssize_t off
-        if not self.count:
+        if not _lp_len(self.lp):
             raise IndexError("pop from an empty deque")
         off = HEADER if left else _prev_offset(self.lp, self._end())
         item = _entry_bytes(self.lp + off)
-        self.count -= 1
         self._splice(off, _entry_size(self.lp + off), NULL, 0)
+        _lp_add_len(self.lp, -1)
         return item
 
     def pop(self):
@@ -996,7 +1026,7 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             self.dq.insert(index, item)
             return
-        n = self.count
+        n = _lp_len(self.lp)
         if index < 0:
             index = max(0, index + n)
         if index >= n:
@@ -1009,7 +1039,7 @@ cdef class PackedList(Listpack):
         cdef Py_ssize_t off, end, i, n
         if self.dq is not None:
             return self.dq.index(item, start, stop)
-        n = self.count
+        n = _lp_len(self.lp)
         if start < 0:
             start = max(0, start + n)
         if stop < 0:
@@ -1032,8 +1062,8 @@ cdef class PackedList(Listpack):
         cdef Py_ssize_t off, i
         if self.dq is not None:
             return self.dq.range(start, stop)
-        if stop > self.count:
-            stop = self.count
+        if stop > _lp_len(self.lp):
+            stop = _lp_len(self.lp)
         if start >= stop:
             return out
         off = self._index_offset(start)
@@ -1046,8 +1076,8 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             self.dq.clear()
             return
-        self.count = 0
         self._splice(HEADER, self._end() - HEADER, NULL, 0)
+        _lp_store_len(self.lp, 0)
 
     def __iter__(self):
         if self.dq is not None:
@@ -1066,7 +1096,7 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             other.dq = self.dq.copy()
         else:
-            other._load_blob(self.blob(), self.count)
+            other._load_blob(self.blob(), _lp_len(self.lp))
         return other
 
     def __eq__(self, other):
@@ -1218,7 +1248,7 @@ cdef class QuickList:
         node = _node_at(self.nodes, i)
         item = node._take(left)
         self.n -= 1
-        if not node.count:
+        if not _lp_len(node.lp):
             del self.nodes[i]
         return item
 
@@ -1236,7 +1266,7 @@ cdef class QuickList:
         cdef Py_ssize_t i, count
         if index <= self.n // 2:
             for i in range(len(nodes)):
-                count = _node_at(nodes, i).count
+                count = _lp_len(_node_at(nodes, i).lp)
                 if index < count:
                     local[0] = index
                     return i
@@ -1244,7 +1274,7 @@ cdef class QuickList:
         else:
             index = self.n - 1 - index
             for i in range(len(nodes) - 1, -1, -1):
-                count = _node_at(nodes, i).count
+                count = _lp_len(_node_at(nodes, i).lp)
                 if index < count:
                     local[0] = count - 1 - index
                     return i
@@ -1264,7 +1294,7 @@ cdef class QuickList:
         cdef PackedList node = _node_at(self.nodes, i)
         cdef list elements, parts
         cdef Py_ssize_t lo, hi, size, need
-        if node.count < 2 or node._total() <= NODE_BYTES:
+        if _lp_len(node.lp) < 2 or node._total() <= NODE_BYTES:
             return 0
         elements = node.tolist()
         parts = []
@@ -1376,16 +1406,16 @@ cdef class QuickList:
         self.n -= count
         while count:
             node = _node_at(self.nodes, i)
-            take = min(count, node.count - local)
-            if take == node.count:
+            take = min(count, _lp_len(node.lp) - local)
+            if take == _lp_len(node.lp):
                 del self.nodes[i]
             else:
                 off = node._index_offset(local)
                 end = off
                 for j in range(take):
                     end += _entry_size(node.lp + end)
-                node.count -= take
                 node._splice(off, end - off, NULL, 0)
+                _lp_add_len(node.lp, -take)
                 i += 1
             count -= take
             local = 0
@@ -1414,7 +1444,7 @@ cdef class QuickList:
     def node_sizes(self):
         """(elements, listpack bytes) of every node, in order (tests check the layout)."""
         cdef PackedList node
-        return [(node.count, node._total()) for node in self.nodes]
+        return [(_lp_len(node.lp), node._total()) for node in self.nodes]
 
     def copy(self):
         cdef QuickList other = QuickList.__new__(QuickList)
@@ -1422,7 +1452,7 @@ cdef class QuickList:
         cdef _Node twin
         for node in self.nodes:
             twin = _Node.__new__(_Node)
-            twin._load_blob(node.blob(), node.count)
+            twin._load_blob(node.blob(), _lp_len(node.lp))
             twin.cap = node._total()
             other.nodes.append(twin)
         other.n = self.n

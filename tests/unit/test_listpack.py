@@ -393,3 +393,18 @@ def test_past_the_safety_size_values_convert_before_writing() -> None:
         assert m.items() == [(b"f", b"v" * 150)]  # neither entry of the refused pair written
     finally:
         _listpack.set_safety_size(old)
+
+
+def test_the_count_lives_in_the_header_and_is_walked_once_saturated() -> None:
+    """No count field: the header's 2-byte count, or a walk of the entries while it reads
+    65535 (Redis's lpLength), and exact again once the entries fit it."""
+    fields = [(b"f%d" % i, b"%d" % i) for i in range(33_000)]  # 66,000 entries
+    m = ListpackMap.from_blob(listpack_encode([x for pair in fields for x in pair]),
+                              len(fields))
+    assert len(m) == 33_000 and m.blob()[4:6] == b"\xff\xff"
+    m[b"new"] = b"v"
+    assert len(m) == 33_001 and m.blob()[4:6] == b"\xff\xff"
+    for i in range(300):
+        assert m.pop(b"f%d" % i) == b"%d" % i
+    assert len(m) == 32_701 and m.blob()[4:6] == (65_402).to_bytes(2, "little")
+    assert m.blob() == listpack_encode([x for pair in m.items() for x in pair])
