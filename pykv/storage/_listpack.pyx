@@ -173,11 +173,29 @@ cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n
     return p + 5
 
 
+@cython.cdivision(True)
+cdef bytes _int_bytes(int64_t v):
+    """``v`` in decimal, written straight into the bytes (no Python int or formatting)."""
+    cdef char buf[20]
+    cdef Py_ssize_t pos = 20
+    cdef uint64_t u = (<uint64_t>(-(v + 1))) + 1 if v < 0 else <uint64_t>v
+    while True:
+        pos -= 1
+        buf[pos] = <char>(48 + u % 10)
+        u = u / 10
+        if u == 0:
+            break
+    if v < 0:
+        pos -= 1
+        buf[pos] = 45  # '-'
+    return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+
+
 cdef inline bytes _entry_bytes(const unsigned char *p):
     cdef Py_ssize_t n
     cdef const unsigned char *data
     if _is_int_entry(p):
-        return b"%d" % _int_value(p)
+        return _int_bytes(_int_value(p))
     data = _str_data(p, &n)
     return PyBytes_FromStringAndSize(<const char *>data, n)
 

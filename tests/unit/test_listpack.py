@@ -408,3 +408,14 @@ def test_the_count_lives_in_the_header_and_is_walked_once_saturated() -> None:
         assert m.pop(b"f%d" % i) == b"%d" % i
     assert len(m) == 32_701 and m.blob()[4:6] == (65_402).to_bytes(2, "little")
     assert m.blob() == listpack_encode([x for pair in m.items() for x in pair])
+
+
+def test_integer_entries_read_back_as_their_decimal_bytes() -> None:
+    from pykv.storage._listpack import PackedList
+
+    edges = [0, 1, -1, 127, 128, -128, 4095, -4096, 4096, 32767, -32768, 8388607, -8388608,
+             2147483647, -2147483648, 2**63 - 1, -2**63, 12345678901, -12345678901]
+    elements = [b"%d" % v for v in edges]
+    packed = PackedList(elements)
+    assert list(packed) == elements and packed.blob() == listpack_encode(elements)
+    assert [packed[i] for i in range(len(elements))] == elements
