@@ -218,8 +218,7 @@ def _spop_count(c: Any, argv: list[bytes]) -> Any:
         popped = members[:count]
         rebuilt = SetValue.build(members[count:], server.config)
         value.s = rebuilt.s  # and with it the encoding
-        value._snap = None
-        value.version += 1
+        value.members_added()
     db.modified(key)
     c.propagate_as(*[[b"SREM", key, m] for m in popped])  # one SREM each, as Redis 7.0
     return RespSet(popped)

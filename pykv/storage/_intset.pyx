@@ -37,19 +37,64 @@ cdef inline bint _member_value(bytes member, int64_t *v) noexcept:
     return True
 
 
+# the width and the count live in the buffer's header only: no fields for them keeps an
+# IntSet object in the 32-byte allocation class
+cdef inline int _enc(const unsigned char *buf) noexcept:
+    cdef uint32_t w
+    memcpy(&w, buf, 4)  # x86-64 and every other target here: little-endian
+    return <int>w
+
+
+cdef inline Py_ssize_t _len(const unsigned char *buf) noexcept:
+    cdef uint32_t c
+    memcpy(&c, buf + 4, 4)
+    return c
+
+
+cdef inline void _set_header(unsigned char *buf, int width, Py_ssize_t count) noexcept:
+    cdef uint32_t w = width, c = <uint32_t>count
+    memcpy(buf, &w, 4)
+    memcpy(buf + 4, &c, 4)
+
+
+cdef inline int64_t _get(const unsigned char *buf, int width, Py_ssize_t i) noexcept:
+    cdef const unsigned char *p = buf + HEADER
+    cdef int16_t a
+    cdef int32_t b
+    cdef int64_t c
+    if width == 2:
+        memcpy(&a, p + 2 * i, 2)
+        return a
+    if width == 4:
+        memcpy(&b, p + 4 * i, 4)
+        return b
+    memcpy(&c, p + 8 * i, 8)
+    return c
+
+
+cdef inline void _put(unsigned char *buf, int width, Py_ssize_t i, int64_t v) noexcept:
+    cdef unsigned char *p = buf + HEADER
+    cdef int16_t a
+    cdef int32_t b
+    if width == 2:
+        a = <int16_t>v
+        memcpy(p + 2 * i, &a, 2)
+    elif width == 4:
+        b = <int32_t>v
+        memcpy(p + 4 * i, &b, 4)
+    else:
+        memcpy(p + 8 * i, &v, 8)
+
+
 cdef class IntSet:
     """Canonical-integer ``bytes`` members in one Redis-layout intset buffer."""
     cdef unsigned char *buf
-    cdef int width
-    cdef Py_ssize_t count
 
     def __cinit__(self):
         self.buf = <unsigned char *>PyMem_Malloc(HEADER)
         if self.buf == NULL:
             raise MemoryError()
-        self.width = 2
-        self.count = 0
-        self._set_header()
+        _set_header(self.buf, 2, 0)
 
     def __dealloc__(self):
         PyMem_Free(self.buf)
@@ -59,45 +104,15 @@ cdef class IntSet:
             for m in members:
                 self.add(m)
 
-    cdef inline void _set_header(self) noexcept:
-        cdef uint32_t w = self.width, c = <uint32_t>self.count
-        memcpy(self.buf, &w, 4)  # x86-64 and every other target here: little-endian
-        memcpy(self.buf + 4, &c, 4)
-
-    cdef inline int64_t _get(self, Py_ssize_t i) noexcept:
-        cdef unsigned char *p = self.buf + HEADER
-        cdef int16_t a
-        cdef int32_t b
-        cdef int64_t c
-        if self.width == 2:
-            memcpy(&a, p + 2 * i, 2)
-            return a
-        if self.width == 4:
-            memcpy(&b, p + 4 * i, 4)
-            return b
-        memcpy(&c, p + 8 * i, 8)
-        return c
-
-    cdef inline void _put(self, Py_ssize_t i, int64_t v) noexcept:
-        cdef unsigned char *p = self.buf + HEADER
-        cdef int16_t a
-        cdef int32_t b
-        if self.width == 2:
-            a = <int16_t>v
-            memcpy(p + 2 * i, &a, 2)
-        elif self.width == 4:
-            b = <int32_t>v
-            memcpy(p + 4 * i, &b, 4)
-        else:
-            memcpy(p + 8 * i, &v, 8)
-
     cdef Py_ssize_t _search(self, int64_t v, bint *found) noexcept:
         """Position of ``v`` (found) or where it would go."""
-        cdef Py_ssize_t lo = 0, hi = self.count, mid
+        cdef const unsigned char *buf = self.buf
+        cdef int width = _enc(buf)
+        cdef Py_ssize_t lo = 0, hi = _len(buf), mid
         cdef int64_t cur
         while lo < hi:
             mid = (lo + hi) >> 1
-            cur = self._get(mid)
+            cur = _get(buf, width, mid)
             if cur < v:
                 lo = mid + 1
             elif cur > v:
@@ -117,55 +132,53 @@ cdef class IntSet:
 
     cdef int _upgrade(self, int width) except -1:
         """Widens every member to ``width`` bytes (from the end, in place)."""
-        cdef int old = self.width
-        cdef Py_ssize_t i
-        cdef int64_t v
-        self._resize(self.count, width)
-        for i in range(self.count - 1, -1, -1):
-            self.width = old
-            v = self._get(i)
-            self.width = width
-            self._put(i, v)
-        self.width = width
+        cdef int old = _enc(self.buf)
+        cdef Py_ssize_t i, n = _len(self.buf)
+        self._resize(n, width)
+        for i in range(n - 1, -1, -1):
+            _put(self.buf, width, i, _get(self.buf, old, i))
+        _set_header(self.buf, width, n)
         return 0
 
     def add(self, bytes member not None):
         """Adds an integer member; True if it was new. ValueError for a non-integer."""
         cdef int64_t v
         cdef bint found
-        cdef Py_ssize_t pos
+        cdef Py_ssize_t pos, n
         cdef int width
         if not _member_value(member, &v):
             raise ValueError("not an intset member")
         width = _width_for(v)
-        if width > self.width:
+        if width > _enc(self.buf):
             self._upgrade(width)
         pos = self._search(v, &found)
         if found:
             return False
-        self._resize(self.count + 1, self.width)
-        memmove(self.buf + HEADER + (pos + 1) * self.width, self.buf + HEADER + pos * self.width,
-                (self.count - pos) * self.width)
-        self.count += 1
-        self._put(pos, v)
-        self._set_header()
+        width = _enc(self.buf)
+        n = _len(self.buf)
+        self._resize(n + 1, width)
+        memmove(self.buf + HEADER + (pos + 1) * width, self.buf + HEADER + pos * width,
+                (n - pos) * width)
+        _put(self.buf, width, pos, v)
+        _set_header(self.buf, width, n + 1)
         return True
 
     def discard(self, bytes member not None):
         """Removes ``member`` if present; True if it was there."""
         cdef int64_t v
         cdef bint found
-        cdef Py_ssize_t pos
-        if not _member_value(member, &v) or _width_for(v) > self.width:
+        cdef Py_ssize_t pos, n
+        cdef int width = _enc(self.buf)
+        if not _member_value(member, &v) or _width_for(v) > width:
             return False
         pos = self._search(v, &found)
         if not found:
             return False
-        memmove(self.buf + HEADER + pos * self.width, self.buf + HEADER + (pos + 1) * self.width,
-                (self.count - pos - 1) * self.width)
-        self.count -= 1
-        self._resize(self.count, self.width)
-        self._set_header()
+        n = _len(self.buf)
+        memmove(self.buf + HEADER + pos * width, self.buf + HEADER + (pos + 1) * width,
+                (n - pos - 1) * width)
+        self._resize(n - 1, width)
+        _set_header(self.buf, width, n - 1)
         return True
 
     def remove(self, bytes member not None):
@@ -176,34 +189,36 @@ cdef class IntSet:
         cdef int64_t v
         cdef bint found
         if type(member) is not bytes or not _member_value(member, &v) \
-                or _width_for(v) > self.width:
+                or _width_for(v) > _enc(self.buf):
             return False
         self._search(v, &found)
         return found
 
     def __len__(self):
-        return self.count
+        return _len(self.buf)
 
     def at(self, Py_ssize_t i):
         """The member at sorted position ``i`` (random picks)."""
-        if not 0 <= i < self.count:
+        if not 0 <= i < _len(self.buf):
             raise IndexError("intset index out of range")
-        return b"%d" % self._get(i)
+        return b"%d" % _get(self.buf, _enc(self.buf), i)
 
     def tolist(self):
         """Every member, ascending."""
         cdef Py_ssize_t i
-        return [b"%d" % self._get(i) for i in range(self.count)]
+        cdef int width = _enc(self.buf)
+        return [b"%d" % _get(self.buf, width, i) for i in range(_len(self.buf))]
 
     def __iter__(self):
         return iter(self.tolist())
 
     def nbytes(self):
-        return HEADER + self.count * self.width
+        return HEADER + _len(self.buf) * _enc(self.buf)
 
     def blob(self):
         """The buffer as ``bytes``: what RDB and DUMP store for an intset."""
-        return PyBytes_FromStringAndSize(<const char *>self.buf, HEADER + self.count * self.width)
+        return PyBytes_FromStringAndSize(<const char *>self.buf,
+                                         HEADER + _len(self.buf) * _enc(self.buf))
 
     @staticmethod
     def from_blob(bytes blob not None):
@@ -217,9 +232,7 @@ cdef class IntSet:
         if (w != 2 and w != 4 and w != 8) or PyBytes_GET_SIZE(blob) != HEADER + <Py_ssize_t>c * w:
             raise ValueError("not an intset")
         s._resize(c, w)
-        memcpy(s.buf, PyBytes_AS_STRING(blob), HEADER + c * w)
-        s.width = w
-        s.count = c
+        memcpy(s.buf, PyBytes_AS_STRING(blob), HEADER + c * w)  # the header with it
         return s
 
     def copy(self):

@@ -13,11 +13,14 @@ part of the ``dict`` protocol the hash commands use, so a small hash keeps the d
 interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
 (score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
 and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
-``PackedList`` answers the ``deque`` subset of a small list.
+``PackedList`` answers the ``deque`` subset of a small list, ``QuickList`` the same subset
+for a big one: a sequence of small listpack nodes, as Redis's quicklist.
 """
 cimport cython
-from itertools import islice
+from itertools import chain, islice
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -94,6 +97,42 @@ cdef inline Py_ssize_t _entry_size(const unsigned char *p) noexcept:
     return n + _backlen_size(n)
 
 
+# -- the header's element count -------------------------------------------------------------
+cdef Py_ssize_t _lp_walk_count(const unsigned char *lp) noexcept:
+    """Entries counted one by one (the header's count saturated: Redis's ``lpLength``)."""
+    cdef Py_ssize_t off = HEADER, n = 0
+    cdef Py_ssize_t end = (lp[0] | (lp[1] << 8) | (lp[2] << 16) | (<Py_ssize_t>lp[3] << 24)) - 1
+    while off < end:
+        off += _entry_size(lp + off)
+        n += 1
+    return n
+
+
+cdef inline Py_ssize_t _lp_len(const unsigned char *lp) noexcept:
+    """Elements in the listpack: the header's count, or a walk once it saturated at 65535."""
+    cdef Py_ssize_t c = lp[4] | (lp[5] << 8)
+    if c < 65535:
+        return c
+    return _lp_walk_count(lp)
+
+
+cdef inline void _lp_store_len(unsigned char *lp, Py_ssize_t c) noexcept:
+    if c > 65535:
+        c = 65535
+    lp[4] = c & 0xFF
+    lp[5] = (c >> 8) & 0xFF
+
+
+cdef inline void _lp_add_len(unsigned char *lp, Py_ssize_t delta) noexcept:
+    """After ``delta`` elements were added (or removed, negative) to the buffer."""
+    cdef Py_ssize_t c = lp[4] | (lp[5] << 8)
+    if c < 65535:
+        c += delta
+    elif delta < 0:
+        c = _lp_walk_count(lp)  # may fit the header again
+    _lp_store_len(lp, c)
+
+
 cdef inline bint _is_int_entry(const unsigned char *p) noexcept:
     cdef unsigned char b = p[0]
     return b < 0x80 or (0xC0 <= b < 0xE0) or (0xF1 <= b <= 0xF4)
@@ -134,11 +173,29 @@ cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n
     return p + 5
 
 
+@cython.cdivision(True)
+cdef bytes _int_bytes(int64_t v):
+    """``v`` in decimal, written straight into the bytes (no Python int or formatting)."""
+    cdef char buf[20]
+    cdef Py_ssize_t pos = 20
+    cdef uint64_t u = (<uint64_t>(-(v + 1))) + 1 if v < 0 else <uint64_t>v
+    while True:
+        pos -= 1
+        buf[pos] = <char>(48 + u % 10)
+        u = u / 10
+        if u == 0:
+            break
+    if v < 0:
+        pos -= 1
+        buf[pos] = 45  # '-'
+    return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+
+
 cdef inline bytes _entry_bytes(const unsigned char *p):
     cdef Py_ssize_t n
     cdef const unsigned char *data
     if _is_int_entry(p):
-        return b"%d" % _int_value(p)
+        return _int_bytes(_int_value(p))
     data = _str_data(p, &n)
     return PyBytes_FromStringAndSize(<const char *>data, n)
 
@@ -230,14 +287,15 @@ cdef int _check_room(Listpack lp, bytes a, bytes b) except -1:
 cdef class Listpack:
     """A sequence of ``bytes`` elements in one Redis-layout listpack buffer."""
     cdef unsigned char *lp
-    cdef Py_ssize_t count   # elements (the header's field saturates at 65535)
+    # the element count lives in the header only (``_lp_len``): no field for it keeps a
+    # small hash's or zset's listpack object in the 32-byte allocation class
 
     def __cinit__(self):
         self.lp = <unsigned char *>PyMem_Malloc(HEADER + 1)
         if self.lp == NULL:
             raise MemoryError()
-        self.count = 0
         self._set_header(HEADER + 1)
+        _lp_store_len(self.lp, 0)
         self.lp[HEADER] = 0xFF
 
     def __dealloc__(self):
@@ -253,13 +311,10 @@ cdef class Listpack:
 
     cdef inline void _set_header(self, Py_ssize_t total) noexcept:
         cdef unsigned char *p = self.lp
-        cdef Py_ssize_t c = self.count if self.count < 65535 else 65535
         p[0] = total & 0xFF
         p[1] = (total >> 8) & 0xFF
         p[2] = (total >> 16) & 0xFF
         p[3] = (total >> 24) & 0xFF
-        p[4] = c & 0xFF
-        p[5] = (c >> 8) & 0xFF
 
     cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
                      Py_ssize_t n) except -1:
@@ -303,12 +358,9 @@ cdef class Listpack:
         return 0
 
     cdef int _insert_at(self, Py_ssize_t off, bytes item) except -1:
-        self.count += 1  # first: the header written by the splice counts the new entry
-        try:
-            return self._put(off, 0, item)
-        except BaseException:
-            self.count -= 1
-            raise
+        self._put(off, 0, item)
+        _lp_add_len(self.lp, 1)
+        return 0
 
     cdef int _replace_at(self, Py_ssize_t off, bytes item) except -1:
         return self._put(off, _entry_size(self.lp + off), item)
@@ -325,7 +377,7 @@ cdef class Listpack:
 
     # -- the sequence --------------------------------------------------------------------
     def __len__(self):
-        return self.count
+        return _lp_len(self.lp)
 
     def append(self, bytes item not None):
         self._insert_at(self._end(), item)
@@ -348,8 +400,8 @@ cdef class Listpack:
 
     def __getitem__(self, Py_ssize_t index):
         if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
+            index += _lp_len(self.lp)
+        if not 0 <= index < _lp_len(self.lp):
             raise IndexError("listpack index out of range")
         return _entry_bytes(self.lp + self._offset(index))
 
@@ -374,8 +426,7 @@ cdef class Listpack:
             raise MemoryError()
         self.lp = p
         memcpy(p, PyBytes_AS_STRING(blob), n)
-        self.count = count
-        return 0
+        return 0  # the blob's header holds the count
 
     def __sizeof__(self):
         return object.__sizeof__(self) + self._total()
@@ -419,7 +470,7 @@ cdef class ListpackMap(Listpack):
         return -1
 
     def __len__(self):
-        return self.count >> 1
+        return _lp_len(self.lp) >> 1
 
     def __contains__(self, bytes field not None):
         return self._find(field) >= 0
@@ -465,8 +516,8 @@ cdef class ListpackMap(Listpack):
         size = _entry_size(self.lp + off)
         value = _entry_bytes(self.lp + off + size)
         size += _entry_size(self.lp + off + size)
-        self.count -= 2
         self._splice(off, size, NULL, 0)
+        _lp_add_len(self.lp, -2)
         return value
 
     def __delitem__(self, bytes field not None):
@@ -487,7 +538,7 @@ cdef class ListpackMap(Listpack):
 
     def copy(self):
         cdef ListpackMap m = ListpackMap.__new__(ListpackMap)
-        m._load_blob(self.blob(), self.count)
+        m._load_blob(self.blob(), _lp_len(self.lp))
         return m
 
     def __eq__(self, other):
@@ -555,7 +606,7 @@ cdef class ListpackZset(Listpack):
         return z
 
     def __len__(self):
-        return self.count >> 1
+        return _lp_len(self.lp) >> 1
 
     cdef Py_ssize_t _find(self, bytes member) except -2:
         cdef Probe pr
@@ -611,8 +662,8 @@ cdef class ListpackZset(Listpack):
             return False
         size = _entry_size(self.lp + off)
         size += _entry_size(self.lp + off + size)
-        self.count -= 2
         self._splice(off, size, NULL, 0)
+        _lp_add_len(self.lp, -2)
         return True
 
     def remove_range(self, Py_ssize_t lo, Py_ssize_t hi):
@@ -620,16 +671,16 @@ cdef class ListpackZset(Listpack):
         cdef Py_ssize_t start, stop, i
         if lo < 0:
             lo = 0
-        if hi > (self.count >> 1):
-            hi = self.count >> 1
+        if hi > (_lp_len(self.lp) >> 1):
+            hi = _lp_len(self.lp) >> 1
         if hi <= lo:
             return
         start = self._offset(2 * lo)
         stop = start
         for i in range(2 * (hi - lo)):
             stop += _entry_size(self.lp + stop)
-        self.count -= 2 * (hi - lo)
         self._splice(start, stop - start, NULL, 0)
+        _lp_add_len(self.lp, -(2 * (hi - lo)))
 
     def rank(self, bytes member not None):
         """``member``'s 0-based position, or None."""
@@ -649,8 +700,8 @@ cdef class ListpackZset(Listpack):
         cdef list out = []
         cdef Py_ssize_t off, end = self._end(), i
         cdef bytes member
-        if hi < 0 or hi > (self.count >> 1):
-            hi = self.count >> 1
+        if hi < 0 or hi > (_lp_len(self.lp) >> 1):
+            hi = _lp_len(self.lp) >> 1
         if lo < 0:
             lo = 0
         if lo >= hi:
@@ -696,7 +747,7 @@ cdef class ListpackZset(Listpack):
 
     def copy(self):
         cdef ListpackZset z = ListpackZset.__new__(ListpackZset)
-        z._load_blob(self.blob(), self.count)
+        z._load_blob(self.blob(), _lp_len(self.lp))
         return z
 
     def scores_view(self):
@@ -863,17 +914,23 @@ cdef inline Py_ssize_t _prev_offset(const unsigned char *lp, Py_ssize_t off) noe
 
 
 # A list stays packed while its listpack fits one quicklist node of the default
-# list-max-listpack-size (-2: 8 KB); past that its elements move to a deque.
+# list-max-listpack-size (-2: 8 KB); past that its elements move to a QuickList of
+# nodes.
 DEF LIST_PACKED_BYTES = 8192
+# A QuickList's nodes are smaller: the node layout is internal (RDB and DEBUG re-split by
+# list-max-listpack-size), and a push or pop at the head moves the whole head node, so a
+# smaller node costs fewer instructions there for a few bytes per node more
+DEF NODE_BYTES = 2048
+QUICKLIST_NODE_BYTES = NODE_BYTES
 
 
-@cython.no_gc  # its deque holds bytes only
+@cython.no_gc  # its QuickList holds listpack nodes only: no cycle runs through it
 cdef class PackedList(Listpack):
     """The ``collections.deque`` subset the list commands use, packed in one listpack
-    while small; past one node's worth of bytes the elements move to a deque (``dq``)
-    that every method then forwards to (``ListValue.settle`` swaps it in)."""
+    while small; past one node's worth of bytes the elements move to a ``QuickList``
+    (``dq``) that every method then forwards to (``ListValue.settle`` swaps it in).
+    A QuickList's nodes are PackedLists whose ``dq`` stays None."""
     cdef public object dq
-
     def __init__(self, items=None):
         if items is not None:
             self.extend(items)
@@ -882,17 +939,16 @@ cdef class PackedList(Listpack):
         return self._total() + more <= LIST_PACKED_BYTES
 
     cdef int _spill(self, Py_ssize_t more) except -1:
-        """Moves to a deque when ``more`` bytes of new elements would not fit."""
-        from collections import deque
+        """Moves to a QuickList when ``more`` bytes of new elements would not fit."""
         if not self._fits(more):
-            self.dq = deque(self.tolist())
-            self.count = 0
+            self.dq = QuickList(self.tolist())
             self._splice(HEADER, self._end() - HEADER, NULL, 0)
+            _lp_store_len(self.lp, 0)
         return 0
 
     cdef Py_ssize_t _index_offset(self, Py_ssize_t index) except -2:
         """Offset of the element at ``index`` (negative from the end), or IndexError."""
-        cdef Py_ssize_t n = self.count, off, i
+        cdef Py_ssize_t n = _lp_len(self.lp), off, i
         if index < 0:
             index += n
         if not 0 <= index < n:
@@ -907,7 +963,7 @@ cdef class PackedList(Listpack):
     def __len__(self):
         if self.dq is not None:
             return len(self.dq)
-        return self.count
+        return _lp_len(self.lp)
 
     cdef int _push(self, bytes item, bint left) except -1:
         if item is None:
@@ -945,27 +1001,26 @@ cdef class PackedList(Listpack):
                 self.dq.extendleft(it)
                 return
 
-    def pop(self):
+    cdef bytes _take(self, bint left):
+        """Removes and returns the first (``left``) or last element of the listpack."""
         cdef Py_ssize_t off
+        if not _lp_len(self.lp):
+            raise IndexError("pop from an empty deque")
+        off = HEADER if left else _prev_offset(self.lp, self._end())
+        item = _entry_bytes(self.lp + off)
+        self._splice(off, _entry_size(self.lp + off), NULL, 0)
+        _lp_add_len(self.lp, -1)
+        return item
+
+    def pop(self):
         if self.dq is not None:
             return self.dq.pop()
-        if not self.count:
-            raise IndexError("pop from an empty deque")
-        off = _prev_offset(self.lp, self._end())
-        item = _entry_bytes(self.lp + off)
-        self.count -= 1
-        self._splice(off, _entry_size(self.lp + off), NULL, 0)
-        return item
+        return self._take(False)
 
     def popleft(self):
         if self.dq is not None:
             return self.dq.popleft()
-        if not self.count:
-            raise IndexError("pop from an empty deque")
-        item = _entry_bytes(self.lp + HEADER)
-        self.count -= 1
-        self._splice(HEADER, _entry_size(self.lp + HEADER), NULL, 0)
-        return item
+        return self._take(True)
 
     def __getitem__(self, Py_ssize_t index):
         if self.dq is not None:
@@ -989,7 +1044,7 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             self.dq.insert(index, item)
             return
-        n = self.count
+        n = _lp_len(self.lp)
         if index < 0:
             index = max(0, index + n)
         if index >= n:
@@ -1002,7 +1057,7 @@ cdef class PackedList(Listpack):
         cdef Py_ssize_t off, end, i, n
         if self.dq is not None:
             return self.dq.index(item, start, stop)
-        n = self.count
+        n = _lp_len(self.lp)
         if start < 0:
             start = max(0, start + n)
         if stop < 0:
@@ -1024,9 +1079,9 @@ cdef class PackedList(Listpack):
         cdef list out = []
         cdef Py_ssize_t off, i
         if self.dq is not None:
-            return list(islice(self.dq, start, stop))
-        if stop > self.count:
-            stop = self.count
+            return self.dq.range(start, stop)
+        if stop > _lp_len(self.lp):
+            stop = _lp_len(self.lp)
         if start >= stop:
             return out
         off = self._index_offset(start)
@@ -1039,8 +1094,8 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             self.dq.clear()
             return
-        self.count = 0
         self._splice(HEADER, self._end() - HEADER, NULL, 0)
+        _lp_store_len(self.lp, 0)
 
     def __iter__(self):
         if self.dq is not None:
@@ -1059,7 +1114,7 @@ cdef class PackedList(Listpack):
         if self.dq is not None:
             other.dq = self.dq.copy()
         else:
-            other._load_blob(self.blob(), self.count)
+            other._load_blob(self.blob(), _lp_len(self.lp))
         return other
 
     def __eq__(self, other):
@@ -1070,3 +1125,366 @@ cdef class PackedList(Listpack):
 
     def __repr__(self):
         return f"PackedList({list(self)!r})"
+
+
+# -- big lists: Redis's quicklist ---------------------------------------------------------------
+# an upper bound of the bytes an element adds to a listpack beyond its data
+DEF ENTRY_OVERHEAD = MAX_ENTRY_HEAD + MAX_BACKLEN
+
+
+cdef inline PackedList _node_at(list nodes, Py_ssize_t i):
+    return <PackedList>nodes[i]
+
+
+cdef list _reversed_elements(PackedList node):
+    cdef list out = node.tolist()
+    out.reverse()
+    return out
+
+
+@cython.final
+@cython.no_gc
+cdef class _Node(PackedList):
+    """A QuickList node: a PackedList whose buffer grows by doubling up to NODE_BYTES, so
+    pushes do not realloc it each time (a small list's own PackedList is allocated to its
+    exact size, and has no room for the extra field in its allocation class)."""
+    cdef Py_ssize_t cap  # the bytes allocated
+
+    cdef int _splice(self, Py_ssize_t off, Py_ssize_t remove, const unsigned char *ins,
+                     Py_ssize_t n) except -1:
+        cdef Py_ssize_t total, new_total, cap
+        cdef unsigned char *p
+        total = self._total()
+        new_total = total - remove + n
+        if new_total > LISTPACK_MAX_SAFETY_SIZE:
+            raise ListpackFull()
+        cap = self.cap
+        if new_total > cap:
+            cap = max(new_total, min(2 * cap, NODE_BYTES))
+        elif cap > NODE_BYTES and new_total <= cap // 2:
+            cap = max(new_total, NODE_BYTES)  # a big element left the node
+        if cap != self.cap and new_total > total:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.lp = p
+            self.cap = cap
+        memmove(self.lp + off + n, self.lp + off + remove, total - off - remove)
+        if n:
+            memcpy(self.lp + off, ins, n)
+        if cap != self.cap:
+            p = <unsigned char *>PyMem_Realloc(self.lp, cap)
+            if p != NULL:
+                self.lp = p
+                self.cap = cap
+        self._set_header(new_total)
+        return 0
+
+
+cdef PackedList _new_node():
+    """An empty QuickList node."""
+    cdef _Node node = _Node.__new__(_Node)
+    node.cap = HEADER + 1
+    return node
+
+
+cdef PackedList _packed_node(list elements, Py_ssize_t lo, Py_ssize_t hi):
+    """A node holding ``elements[lo:hi]``."""
+    cdef PackedList node = _new_node()
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        node._insert_at(node._end(), <bytes>elements[i])
+    return node
+
+
+@cython.final
+@cython.no_gc  # holds a list of listpack nodes, which hold no references
+cdef class QuickList:
+    """The ``collections.deque`` subset the list commands use, over a Python list of
+    listpack nodes (``PackedList``) of at most NODE_BYTES each (one element bigger than that
+    gets a node of its own), as Redis's quicklist.
+
+    Pushes and pops at either end touch one end node: O(1) apart from the node's memmove,
+    as in Redis. Index access walks node counts from the nearer end, then one node. No node
+    is ever empty. The layout of nodes is internal: RDB and DEBUG re-split the elements by
+    the configured node size (``pykv.storage.rdb.objects.list_nodes``)."""
+    cdef list nodes
+    cdef Py_ssize_t n
+
+    def __cinit__(self):
+        self.nodes = []
+        self.n = 0
+
+    def __init__(self, items=None):
+        if items is not None:
+            self.extend(items)
+
+    def __len__(self):
+        return self.n
+
+    # -- ends --------------------------------------------------------------------------------
+    cdef int _push(self, bytes item, bint left) except -1:
+        cdef PackedList node = None
+        if item is None:
+            raise TypeError("list elements are bytes")
+        if self.n:
+            node = _node_at(self.nodes, 0 if left else len(self.nodes) - 1)
+            if node._total() + PyBytes_GET_SIZE(item) + ENTRY_OVERHEAD > NODE_BYTES:
+                node = None
+        if node is None:
+            node = _new_node()
+            node._insert_at(HEADER, item)
+            if left:
+                self.nodes.insert(0, node)
+            else:
+                self.nodes.append(node)
+        else:
+            node._insert_at(HEADER if left else node._end(), item)
+        self.n += 1
+        return 0
+
+    def append(self, bytes item not None):
+        self._push(item, False)
+
+    def appendleft(self, bytes item not None):
+        self._push(item, True)
+
+    def extend(self, items):
+        for item in items:
+            self._push(item, False)
+
+    def extendleft(self, items):
+        for item in items:
+            self._push(item, True)
+
+    cdef bytes _pop(self, bint left):
+        cdef Py_ssize_t i
+        cdef PackedList node
+        if not self.n:
+            raise IndexError("pop from an empty deque")
+        i = 0 if left else len(self.nodes) - 1
+        node = _node_at(self.nodes, i)
+        item = node._take(left)
+        self.n -= 1
+        if not _lp_len(node.lp):
+            del self.nodes[i]
+        return item
+
+    def pop(self):
+        return self._pop(False)
+
+    def popleft(self):
+        return self._pop(True)
+
+    # -- positions ---------------------------------------------------------------------------
+    cdef Py_ssize_t _locate(self, Py_ssize_t index, Py_ssize_t *local) noexcept:
+        """The node holding element ``index`` (0 <= index < len) and, in ``local``, its
+        index in that node: walks node counts from the nearer end."""
+        cdef list nodes = self.nodes
+        cdef Py_ssize_t i, count
+        if index <= self.n // 2:
+            for i in range(len(nodes)):
+                count = _lp_len(_node_at(nodes, i).lp)
+                if index < count:
+                    local[0] = index
+                    return i
+                index -= count
+        else:
+            index = self.n - 1 - index
+            for i in range(len(nodes) - 1, -1, -1):
+                count = _lp_len(_node_at(nodes, i).lp)
+                if index < count:
+                    local[0] = count - 1 - index
+                    return i
+                index -= count
+        local[0] = 0
+        return 0
+
+    cdef Py_ssize_t _checked(self, Py_ssize_t index) except -1:
+        if index < 0:
+            index += self.n
+        if not 0 <= index < self.n:
+            raise IndexError("deque index out of range")
+        return index
+
+    cdef int _split(self, Py_ssize_t i) except -1:
+        """Re-packs node ``i`` into nodes of at most NODE_BYTES once an edit overfilled it."""
+        cdef PackedList node = _node_at(self.nodes, i)
+        cdef list elements, parts
+        cdef Py_ssize_t lo, hi, size, need
+        if _lp_len(node.lp) < 2 or node._total() <= NODE_BYTES:
+            return 0
+        elements = node.tolist()
+        parts = []
+        lo = 0
+        while lo < len(elements):
+            size = HEADER + 1
+            hi = lo
+            while hi < len(elements):
+                need = PyBytes_GET_SIZE(<bytes>elements[hi]) + ENTRY_OVERHEAD
+                if hi > lo and size + need > NODE_BYTES:
+                    break
+                size += need
+                hi += 1
+            parts.append(_packed_node(elements, lo, hi))
+            lo = hi
+        self.nodes[i:i + 1] = parts
+        return 0
+
+    def __getitem__(self, Py_ssize_t index):
+        cdef Py_ssize_t local
+        cdef PackedList node = _node_at(self.nodes, self._locate(self._checked(index), &local))
+        return _entry_bytes(node.lp + node._index_offset(local))
+
+    def __setitem__(self, Py_ssize_t index, bytes item not None):
+        cdef Py_ssize_t local
+        cdef Py_ssize_t i = self._locate(self._checked(index), &local)
+        cdef PackedList node = _node_at(self.nodes, i)
+        node._replace_at(node._index_offset(local), item)
+        self._split(i)
+
+    def insert(self, Py_ssize_t index, bytes item not None):
+        """``deque.insert``: before ``index`` (clamped to the ends)."""
+        cdef Py_ssize_t local, i
+        cdef PackedList node
+        if index < 0:
+            index = max(0, index + self.n)
+        if index == 0 or index >= self.n:
+            self._push(item, index == 0)
+            return
+        i = self._locate(index, &local)
+        node = _node_at(self.nodes, i)
+        node._insert_at(node._index_offset(local), item)
+        self.n += 1
+        self._split(i)
+
+    def index(self, item, Py_ssize_t start=0, Py_ssize_t stop=PY_SSIZE_T_MAX):
+        """``deque.index``: the first position of ``item`` in [start, stop)."""
+        cdef Probe pr
+        cdef Py_ssize_t n = self.n, local, i, pos, off, end
+        cdef PackedList node
+        if start < 0:
+            start = max(0, start + n)
+        if stop < 0:
+            stop = max(0, stop + n)
+        if stop > n:
+            stop = n
+        if type(item) is bytes and start < stop:
+            _probe(&pr, item)
+            i = self._locate(start, &local)
+            pos = start
+            while pos < stop:
+                node = _node_at(self.nodes, i)
+                off = node._index_offset(local)
+                end = node._end()
+                while off < end and pos < stop:
+                    if _matches(node.lp + off, &pr):
+                        return pos
+                    off += _entry_size(node.lp + off)
+                    pos += 1
+                i += 1
+                local = 0
+        raise ValueError(f"{item!r} is not in deque")
+
+    def range(self, Py_ssize_t start, Py_ssize_t stop):
+        """Elements at [start, stop) (0 <= start), walking only to them."""
+        cdef list out
+        cdef Py_ssize_t local, i, off, end, k = 0, count
+        cdef PackedList node
+        if stop > self.n:
+            stop = self.n
+        if start >= stop:
+            return []
+        count = stop - start
+        out = PyList_New(count)
+        i = self._locate(start, &local)
+        while True:
+            node = _node_at(self.nodes, i)
+            off = node._index_offset(local)
+            end = node._end()
+            while off < end:
+                item = _entry_bytes(node.lp + off)
+                Py_INCREF(item)
+                PyList_SET_ITEM(out, k, item)
+                k += 1
+                if k == count:
+                    return out
+                off += _entry_size(node.lp + off)
+            i += 1
+            local = 0
+
+    def del_range(self, Py_ssize_t start, Py_ssize_t count):
+        """Removes ``count`` elements from ``start`` (0 <= start, start + count <= len):
+        whole nodes are dropped, the two partial ones cut in one splice each."""
+        cdef Py_ssize_t local, i, off, end, take, j
+        cdef PackedList node
+        if count <= 0:
+            return
+        i = self._locate(start, &local)
+        self.n -= count
+        while count:
+            node = _node_at(self.nodes, i)
+            take = min(count, _lp_len(node.lp) - local)
+            if take == _lp_len(node.lp):
+                del self.nodes[i]
+            else:
+                off = node._index_offset(local)
+                end = off
+                for j in range(take):
+                    end += _entry_size(node.lp + end)
+                node._splice(off, end - off, NULL, 0)
+                _lp_add_len(node.lp, -take)
+                i += 1
+            count -= take
+            local = 0
+
+    def clear(self):
+        self.nodes = []
+        self.n = 0
+
+    # -- the whole list ----------------------------------------------------------------------
+    def __iter__(self):
+        return chain.from_iterable(map(PackedList.tolist, self.nodes))
+
+    def __reversed__(self):
+        return chain.from_iterable(map(_reversed_elements, reversed(self.nodes)))
+
+    def nbytes(self):
+        """The bytes of every node's listpack."""
+        cdef Py_ssize_t total = 0, i
+        for i in range(len(self.nodes)):
+            total += _node_at(self.nodes, i)._total()
+        return total
+
+    def node_count(self):
+        return len(self.nodes)
+
+    def node_sizes(self):
+        """(elements, listpack bytes) of every node, in order (tests check the layout)."""
+        cdef PackedList node
+        return [(_lp_len(node.lp), node._total()) for node in self.nodes]
+
+    def copy(self):
+        cdef QuickList other = QuickList.__new__(QuickList)
+        cdef PackedList node
+        cdef _Node twin
+        for node in self.nodes:
+            twin = _Node.__new__(_Node)
+            twin._load_blob(node.blob(), _lp_len(node.lp))
+            twin.cap = node._total()
+            other.nodes.append(twin)
+        other.n = self.n
+        return other
+
+    def __eq__(self, other):
+        try:
+            return list(self) == list(other)
+        except TypeError:
+            return NotImplemented
+
+    def __sizeof__(self):
+        return (object.__sizeof__(self) + self.nodes.__sizeof__()
+                + sum(node.__sizeof__() for node in self.nodes))
+
+    def __repr__(self):
+        return f"QuickList({list(self)!r})"

@@ -20,15 +20,15 @@ import random
 from typing import Any
 
 from pykv.storage._listpack import ListpackFull, ListpackMap
-from pykv.storage.values import Value
+from pykv.storage.values import ScannedValue
 
 _ENTRY_OVERHEAD = 2 * 33 + 24
 
 
-class HashValue(Value):
+class HashValue(ScannedValue):
     """A Redis hash."""
 
-    __slots__ = ("d", "_keys", "version", "scan_index")  # 4 slots: one pymalloc class less
+    __slots__ = ("d",)  # and ``aux``: 2 slots, the 48-byte allocation class
     type_name = b"hash"
 
     def __init__(self, d: Any = None, listpack: bool = True) -> None:
@@ -42,9 +42,7 @@ class HashValue(Value):
         if not listpack and type(d) is not dict:
             d = {} if d is None else dict(d.items() if hasattr(d, "items") else d)
         self.d: Any = d
-        self._keys: list[bytes] | None = None  # snapshot for random picks
-        self.version = 0  # bumped when fields are added (HSCAN snapshots, see storage.scan)
-        self.scan_index: Any = None
+        self.aux = None  # random-pick snapshot (a list of fields), HSCAN index, version
 
     @classmethod
     def build(cls, pairs: Any, config: Any) -> HashValue:
@@ -120,8 +118,7 @@ class HashValue(Value):
                     d[argv[i]] = argv[i + 1]
         added = len(d) - before
         if added:
-            self._keys = None
-            self.version += 1
+            self.fields_added()
             if type(d) is ListpackMap and len(d) > config.hash_max_listpack_entries:
                 self.to_hashtable()
         return added
@@ -146,21 +143,30 @@ class HashValue(Value):
             new = field not in d
             d[field] = value
         if new:
-            self._keys = None
-            self.version += 1
+            self.fields_added()
             self.check_size(config)
 
     def delete(self, field: bytes) -> bool:
         if self.d.pop(field, None) is None:
             return False
-        self._keys = None
+        aux = self.aux
+        if aux is not None:
+            aux.snap = None
         return True
+
+    def fields_added(self) -> None:
+        """The random-pick snapshot is stale; a scan in progress sees the new version."""
+        aux = self.aux
+        if aux is not None:
+            aux.snap = None
+            aux.version += 1
 
     # -- random access -------------------------------------------------------------------
     def keys_snapshot(self) -> list[bytes]:
-        keys = self._keys
+        aux = self.bookkeeping()
+        keys = aux.snap
         if keys is None:
-            keys = self._keys = list(self.d)
+            keys = aux.snap = list(self.d)
         return keys
 
     def random_field(self) -> bytes:

@@ -1,31 +1,30 @@
-"""The list value type: a ``collections.deque`` of ``bytes`` elements, packed while small.
+"""The list value type: elements packed in listpacks, as Redis's quicklist.
 
 A new list keeps its elements in a ``PackedList`` (one listpack buffer answering the deque
 subset the commands use) until they outgrow one quicklist node of the default size (8 KB);
-then they move to a deque, which the PackedList forwards to until ``settle`` puts the
-deque itself in ``items`` (the push path calls it), so big lists pay nothing for it.
+then they move to a ``QuickList`` (a sequence of such nodes answering the same subset),
+which the PackedList forwards to until ``settle`` puts the QuickList itself in ``items``
+(the push path calls it), so big lists pay nothing for it.
 
-A deque gives O(1) pushes and pops at both ends (LPUSH/RPOP queues, the blocking
-commands) and C-speed iteration; index access costs O(distance from the nearer end), which
-is what Redis's quicklist costs too. Redis 7.0 stores every list as a quicklist (the
-single-listpack list encoding arrived in 7.2), so ``OBJECT ENCODING`` is always
-``quicklist`` whatever ``list-max-listpack-size`` says.
+The QuickList gives O(1) pushes and pops at both ends (LPUSH/RPOP queues, the blocking
+commands) at about the bytes per element Redis's listpacks take; index access costs
+O(nodes from the nearer end) plus one node, what Redis's quicklist costs too. Redis 7.0
+stores every list as a quicklist (the single-listpack list encoding arrived in 7.2), so
+``OBJECT ENCODING`` is always ``quicklist`` whatever ``list-max-listpack-size`` says.
 
 Range helpers take Redis-normalised ``start``/``stop`` (already clamped, inclusive) and walk
 from whichever end is closer, so ``LRANGE key -100 -1`` on a long list stays cheap.
 """
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
-from itertools import islice
 from typing import Any
 
-from pykv.storage._listpack import PackedList
+from pykv.storage._listpack import PackedList, QuickList
 from pykv.storage.values import Value
 
-# per-element overhead estimate: deque slot + bytes object header
-_ELEMENT_OVERHEAD = 8 + 33
+# per-node overhead estimate: the node object, its list slot and its allocation header
+_NODE_OVERHEAD = 40 + 8 + 16
 
 
 class ListValue(Value):
@@ -35,15 +34,15 @@ class ListValue(Value):
     type_name = b"list"
 
     def __init__(self, items: Iterable[bytes] = ()) -> None:
-        if type(items) in (list, deque) and len(items) > 4096:  # > 8 KB at 2 bytes each
-            self.items: Any = deque(items)
+        if type(items) in (list, QuickList) and len(items) > 4096:  # > 8 KB at 2 bytes each
+            self.items: Any = QuickList(items)
             return
         packed = PackedList()
         packed.extend(items)
         self.items = packed if packed.dq is None else packed.dq
 
     def settle(self) -> None:
-        """After a push: a packed list that moved to a deque is replaced by the deque."""
+        """After a push: a packed list that moved to a QuickList is replaced by it."""
         items = self.items
         if type(items) is PackedList and items.dq is not None:
             self.items = items.dq
@@ -52,13 +51,23 @@ class ListValue(Value):
         return b"quicklist"
 
     def copy(self) -> ListValue:
-        return ListValue(self.items)
+        items = self.items
+        if type(items) is QuickList:
+            value = ListValue.__new__(ListValue)
+            value.items = items.copy()
+            return value
+        return ListValue(items)
 
     def __len__(self) -> int:
         return len(self.items)
 
     def memory_usage(self) -> int:
-        return 48 + sum(len(e) for e in self.items) + _ELEMENT_OVERHEAD * len(self.items)
+        items = self.items
+        if type(items) is PackedList and items.dq is not None:
+            items = items.dq
+        if type(items) is QuickList:
+            return 48 + 56 + items.nbytes() + _NODE_OVERHEAD * items.node_count()
+        return 48 + _NODE_OVERHEAD + items.nbytes()
 
     def normalise_range(self, start: int, stop: int) -> tuple[int, int] | None:
         """Redis's LRANGE/LTRIM index rules: (start, stop) inclusive, or None if empty."""
@@ -78,15 +87,7 @@ class ListValue(Value):
     def slice(self, start: int, stop: int) -> list[bytes]:
         """Elements ``start..stop`` inclusive (0 <= start <= stop < len), walking from the
         nearer end."""
-        items = self.items
-        if type(items) is PackedList:
-            return items.range(start, stop + 1)
-        n = len(items)
-        if start <= n - 1 - stop:
-            return list(islice(items, start, stop + 1))
-        out = list(islice(reversed(items), n - 1 - stop, n - start))
-        out.reverse()
-        return out
+        return self.items.range(start, stop + 1)
 
     def slice_reversed(self, start: int, stop: int) -> list[bytes]:
         """Like ``slice`` but from ``stop`` down to ``start``."""
@@ -97,7 +98,15 @@ class ListValue(Value):
     def pop_many(self, count: int, left: bool) -> list[bytes]:
         """Pop up to ``count`` elements from one end, in pop order."""
         items = self.items
-        count = min(count, len(items))
+        n = len(items)
+        count = min(count, n)
+        if type(items) is QuickList and count > 1:
+            start = 0 if left else n - count
+            out = items.range(start, start + count)
+            items.del_range(start, count)
+            if not left:
+                out.reverse()
+            return out
         pop = items.popleft if left else items.pop
         return [pop() for _ in range(count)]
 
@@ -112,7 +121,10 @@ class ListValue(Value):
         right = n - 1 - stop
         if start + right == 0:
             return 0
-        if start + right > n // 2:
+        if type(items) is QuickList:
+            items.del_range(stop + 1, right)
+            items.del_range(0, start)
+        elif start + right > n // 2:
             self.items = ListValue(self.slice(start, stop)).items
         else:
             for _ in range(start):

@@ -27,7 +27,7 @@ from typing import Any
 
 from pykv.protocol._parser import string2ll as to_int
 from pykv.storage._intset import IntSet
-from pykv.storage.values import Value
+from pykv.storage.values import ScannedValue
 
 _MEMBER_OVERHEAD = 33 + 24
 
@@ -37,10 +37,10 @@ def is_int_member(member: bytes) -> bool:
     return len(member) <= 20 and to_int(member) is not None
 
 
-class SetValue(Value):
+class SetValue(ScannedValue):
     """A Redis set."""
 
-    __slots__ = ("s", "_snap", "version", "scan_index")  # 4 slots: one pymalloc class less
+    __slots__ = ("s",)  # and ``aux``: 2 slots, the 48-byte allocation class
     type_name = b"set"
 
     def __init__(self, s: Any = None, intset: bool = True) -> None:
@@ -51,9 +51,7 @@ class SetValue(Value):
         elif type(s) is not set:
             s = set() if s is None else set(s)
         self.s: Any = s
-        self._snap: tuple[bytes, ...] | None = None
-        self.version = 0  # bumped when members are added (SSCAN snapshots, storage.scan)
-        self.scan_index: Any = None
+        self.aux = None  # random-pick snapshot (a tuple), SSCAN index, version
 
     @classmethod
     def build(cls, members: Iterable[bytes], config: Any) -> SetValue:
@@ -101,9 +99,15 @@ class SetValue(Value):
             s.update(members)
         added = len(s) - before
         if added:
-            self._snap = None
-            self.version += 1
+            self.members_added()
         return added
+
+    def members_added(self) -> None:
+        """The random-pick snapshot is stale; a scan in progress sees the new version."""
+        aux = self.aux
+        if aux is not None:
+            aux.snap = None
+            aux.version += 1
 
     def to_hashtable(self) -> None:
         """``setTypeConvert``: the members move to a Python set, for good."""
@@ -133,9 +137,10 @@ class SetValue(Value):
         s = self.s
         if type(s) is IntSet:
             return s.at(random.randrange(len(s)))
-        snap = self._snap
+        aux = self.bookkeeping()
+        snap = aux.snap
         if snap is None or len(snap) > 2 * len(s) + 8:
-            snap = self._snap = tuple(s)
+            snap = aux.snap = tuple(s)
         choice = random.choice
         while True:
             m = choice(snap)

@@ -32,6 +32,48 @@ class Value:
         return 64
 
 
+class Bookkeeping:
+    """What only a set or hash that was scanned or sampled needs: the random-pick snapshot,
+    the SSCAN/HSCAN index and the version that invalidates it (bumped when members are
+    added; see ``pykv.storage.scan``)."""
+
+    __slots__ = ("snap", "version", "scan_index")
+
+    def __init__(self) -> None:
+        self.snap: Any = None
+        self.version = 0
+        self.scan_index: Any = None
+
+
+class ScannedValue(Value):
+    """A set or hash: its ``Bookkeeping`` (``aux``) is made on first use, so a value that is
+    never scanned or sampled carries one slot for it instead of three (two slots in all:
+    16 bytes a value less). Writers that add members reset ``aux.snap`` and bump
+    ``aux.version`` when ``aux`` exists (inline: they are on the SADD/HSET path)."""
+
+    __slots__ = ("aux",)
+
+    def bookkeeping(self) -> Bookkeeping:
+        aux = self.aux
+        if aux is None:
+            aux = self.aux = Bookkeeping()
+        return aux
+
+    @property
+    def version(self) -> int:
+        aux = self.aux
+        return 0 if aux is None else aux.version
+
+    @property
+    def scan_index(self) -> Any:
+        aux = self.aux
+        return None if aux is None else aux.scan_index
+
+    @scan_index.setter
+    def scan_index(self, index: Any) -> None:
+        self.bookkeeping().scan_index = index
+
+
 def is_string(value: Any) -> bool:
     return type(value) is bytes or type(value) is bytearray
 

@@ -199,6 +199,42 @@ def test_long_list_ranges(diff):
     diff("OBJECT", "ENCODING", "big")
 
 
+BIG_ELEMS = ["a", "b", "7", "-12", "y" * 70, "z" * 3000, "w" * 9000, "12345678901"]
+
+
+def test_many_node_lists_under_random_edits(diff):
+    """Lists of many quicklist nodes (past one 8 KB listpack): every edit lands in some
+    node in the middle. DUMP splits a pushed list's nodes as Redis does (after edits
+    Redis's node boundaries depend on its history, which pykv does not replay)."""
+    rng = random.Random(11)
+    for key in ("b1", "b2"):
+        diff("RPUSH", key, *[rng.choice(BIG_ELEMS) + str(i % 50) for i in range(4000)])
+        diff("DUMP", key)
+    for _ in range(300):
+        k, k2 = rng.choice(["b1", "b2"]), rng.choice(["b1", "b2"])
+        n = 4500
+        i, j = str(rng.randint(-n, n)), str(rng.randint(-n, n))
+        e = rng.choice(BIG_ELEMS) + str(rng.randint(0, 49))
+        cmd = rng.choice([
+            ("LINDEX", k, i), ("LRANGE", k, i, j), ("LSET", k, i, e),
+            ("LINSERT", k, rng.choice(["BEFORE", "AFTER"]), e, rng.choice(BIG_ELEMS)),
+            ("LREM", k, str(rng.randint(-3, 3)), e), ("LPOS", k, e, "RANK", "-2", "COUNT", "3"),
+            ("LPOS", k, e, "MAXLEN", str(rng.randint(0, 3000))),
+            ("LPUSH", k, e, e), ("RPUSH", k, e), ("LPOP", k, str(rng.randint(1, 300))),
+            ("RPOP", k, str(rng.randint(1, 300))), ("LPOP", k), ("RPOP", k),
+            ("LMOVE", k, k2, rng.choice(["LEFT", "RIGHT"]), rng.choice(["LEFT", "RIGHT"])),
+            ("LLEN", k),
+        ])
+        if cmd[0] == "LPOP" and len(cmd) == 3 and rng.random() < 0.3:
+            cmd = ("LTRIM", k, str(rng.randint(0, 200)), str(rng.randint(-200, -1)))
+        diff(*cmd)
+        if rng.random() < 0.05:
+            diff("RPUSH", k, *[rng.choice(BIG_ELEMS) for _ in range(500)])
+    for key in ("b1", "b2"):
+        diff("LRANGE", key, "0", "-1")
+        diff("OBJECT", "ENCODING", key)
+
+
 def test_encoding_is_always_quicklist(diff):
     diff("RPUSH", "l", "a")
     diff("OBJECT", "ENCODING", "l")

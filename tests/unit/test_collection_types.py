@@ -141,3 +141,28 @@ def test_set_random_picks_are_live_and_fair_enough():
     assert len(set(picks)) == 10 and set(picks) <= s.s
     many = s.random_distinct(90)
     assert len(set(many)) == 90 and set(many) <= s.s
+
+
+def test_set_and_hash_bookkeeping_is_made_on_first_use():
+    cfg = config(set_max_intset_entries=2)
+    s = SetValue()
+    s.add_many([b"a", b"b", b"c"], cfg)
+    assert s.aux is None and s.version == 0 and s.scan_index is None
+    first = s.random_member()  # the snapshot makes the bookkeeping
+    assert first in {b"a", b"b", b"c"} and s.aux.snap is not None
+    s.scan_index = "index"
+    s.add_many([b"d"], cfg)
+    assert s.aux.snap is None and s.version == 1 and s.scan_index == "index"
+    s.add_many([b"d"], cfg)  # nothing added: the version stays
+    assert s.version == 1
+    assert {s.random_member() for _ in range(200)} == {b"a", b"b", b"c", b"d"}
+    assert s.copy().aux is None
+
+    h = HashValue()
+    h.set_pairs(config(), [b"HSET", b"k", b"f", b"1", b"g", b"2"], 2)
+    assert h.aux is None and h.version == 0
+    assert sorted(h.keys_snapshot()) == [b"f", b"g"]
+    h.set_pairs(config(), [b"HSET", b"k", b"e", b"3"], 2)
+    assert h.version == 1 and sorted(h.keys_snapshot()) == [b"e", b"f", b"g"]
+    assert h.delete(b"e") and sorted(h.keys_snapshot()) == [b"f", b"g"]
+    assert h.version == 1  # removals leave a scan's version alone

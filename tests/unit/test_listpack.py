@@ -289,17 +289,78 @@ def test_packed_list_matches_a_deque(ops: list) -> None:
 
 
 def test_packed_list_spills_past_one_node_and_settles() -> None:
-    from collections import deque
-
+    from pykv.storage._listpack import QuickList
     from pykv.storage.list_type import ListValue
 
     lv = ListValue([b"a", b"b"])
     assert type(lv.items).__name__ == "PackedList"
     lv.items.extend([b"x" * 100] * 100)  # ~10 KB: more than one 8 KB node
-    assert type(lv.items.dq) is deque and len(lv.items) == 102
+    assert type(lv.items.dq) is QuickList and len(lv.items) == 102
     lv.settle()
-    assert type(lv.items) is deque and list(lv.items)[:2] == [b"a", b"b"]
-    assert type(ListValue([b"e"] * 5000).items) is deque
+    assert type(lv.items) is QuickList and list(lv.items)[:2] == [b"a", b"b"]
+    assert lv.items.node_count() >= 2
+    assert type(ListValue([b"e"] * 5000).items) is QuickList
+
+
+# elements of every size class, some past one node on their own, so edits cross nodes
+BIG_ITEM = st.one_of(ITEM, st.binary(min_size=500, max_size=3000).map(lambda b: b"b" + b),
+                     st.sampled_from([b"z" * 9000, b"1" * 2000]))
+QOPS = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["append", "appendleft"]), BIG_ITEM),
+    st.tuples(st.sampled_from(["extend", "extendleft"]), st.lists(BIG_ITEM, max_size=8)),
+    st.tuples(st.sampled_from(["pop", "popleft", "clear"]), st.none()),
+    st.tuples(st.just("set"), st.tuples(st.integers(-30, 30), BIG_ITEM)),
+    st.tuples(st.just("insert"), st.tuples(st.integers(-30, 30), BIG_ITEM)),
+    st.tuples(st.just("index"), st.tuples(BIG_ITEM, st.integers(-3, 30), st.integers(-3, 30))),
+    st.tuples(st.just("del_range"), st.tuples(st.integers(0, 30), st.integers(0, 30))),
+), max_size=60)
+
+
+def _check_nodes(q) -> None:
+    """Every node is a non-empty listpack of at most one node's size unless it holds one
+    element."""
+    from pykv.storage._listpack import QUICKLIST_NODE_BYTES
+
+    sizes = q.node_sizes()
+    assert sum(count for count, _ in sizes) == len(q) and len(sizes) == q.node_count()
+    assert all(count > 0 and (nbytes <= QUICKLIST_NODE_BYTES or count == 1)
+               for count, nbytes in sizes)
+    assert q.nbytes() == sum(nbytes for _, nbytes in sizes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(QOPS)
+def test_quicklist_matches_a_deque(ops: list) -> None:
+    from collections import deque
+
+    from pykv.storage._listpack import QuickList
+
+    q = QuickList([b"s%d" % i for i in range(1500)])  # ~9 KB of small elements
+    assert q.node_count() >= 2
+    model: deque[bytes] = deque(q)
+    for op, arg in ops:
+        if op == "del_range":
+            start = min(arg[0], len(model))
+            count = min(arg[1], len(model) - start)
+            q.del_range(start, count)
+            for _ in range(count):
+                del model[start]
+        else:
+            assert _apply(q, op, arg) == _apply(model, op, arg), (op, arg)
+        assert len(q) == len(model)
+        _check_nodes(q)
+    assert list(q) == list(model) and list(reversed(q)) == list(reversed(model))
+    for i in range(-len(model), len(model)):
+        assert q[i] == model[i]
+    elements = list(model)
+    for a in range(0, len(model) + 1, 7):
+        assert q.range(a, len(model)) == elements[a:]
+        assert q.range(0, a) == elements[:a]
+        assert q.range(a, a + 3) == elements[a:a + 3]
+    twin = q.copy()
+    assert twin == q and list(twin) == elements
+    twin.append(b"extra")
+    assert len(q) == len(model)
 
 
 def test_past_the_safety_size_values_convert_before_writing() -> None:
@@ -332,3 +393,29 @@ def test_past_the_safety_size_values_convert_before_writing() -> None:
         assert m.items() == [(b"f", b"v" * 150)]  # neither entry of the refused pair written
     finally:
         _listpack.set_safety_size(old)
+
+
+def test_the_count_lives_in_the_header_and_is_walked_once_saturated() -> None:
+    """No count field: the header's 2-byte count, or a walk of the entries while it reads
+    65535 (Redis's lpLength), and exact again once the entries fit it."""
+    fields = [(b"f%d" % i, b"%d" % i) for i in range(33_000)]  # 66,000 entries
+    m = ListpackMap.from_blob(listpack_encode([x for pair in fields for x in pair]),
+                              len(fields))
+    assert len(m) == 33_000 and m.blob()[4:6] == b"\xff\xff"
+    m[b"new"] = b"v"
+    assert len(m) == 33_001 and m.blob()[4:6] == b"\xff\xff"
+    for i in range(300):
+        assert m.pop(b"f%d" % i) == b"%d" % i
+    assert len(m) == 32_701 and m.blob()[4:6] == (65_402).to_bytes(2, "little")
+    assert m.blob() == listpack_encode([x for pair in m.items() for x in pair])
+
+
+def test_integer_entries_read_back_as_their_decimal_bytes() -> None:
+    from pykv.storage._listpack import PackedList
+
+    edges = [0, 1, -1, 127, 128, -128, 4095, -4096, 4096, 32767, -32768, 8388607, -8388608,
+             2147483647, -2147483648, 2**63 - 1, -2**63, 12345678901, -12345678901]
+    elements = [b"%d" % v for v in edges]
+    packed = PackedList(elements)
+    assert list(packed) == elements and packed.blob() == listpack_encode(elements)
+    assert [packed[i] for i in range(len(elements))] == elements
