@@ -21,3 +21,5 @@ cdef class Engine:
     # EVALSHA's cost)
     cpdef tuple _lua_call(self, tuple args)
     cpdef tuple _execute(self, ctx, list argv)
+    cpdef tuple _run_command(self, ctx, list argv)
+    cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly

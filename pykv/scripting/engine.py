@@ -18,8 +18,9 @@ writes from read-only scripts) come first, with Redis's texts.
 Known differences from Redis 7.0: a SIGTERM/SIGINT during a busy script is logged when the
 script ends, not when it arrives; one that arrives before the script is past
 ``busy-reply-threshold`` lets its reply out before the shutdown (Redis exits first);
-``redis.call``/``redis.pcall`` take at most 7997 arguments (lupa's call needs stack slots of
-its own; Redis allows unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
+``redis.call``/``redis.pcall`` take at most 7997 arguments where they run as Python
+(without the compiled ``_luacall``: lupa's call needs stack slots of its own; Redis allows
+unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from lupa import lua51
 
 from pykv import errors
 from pykv.net.busy import BusyPoller
-from pykv.protocol import ErrorReply, RawReply, write_reply
+from pykv.protocol import ErrorReply, RawReply, SimpleString, write_reply
 from pykv.scripting.helpers import ApiError, Helpers
 from pykv.scripting.libs import LibError, Libraries
 from pykv.scripting.prelude import PRELUDE
@@ -52,8 +53,9 @@ BUSY_FUNCTION = ErrorReply(
     b"NOSAVE.")
 
 # reply tags of Engine._lua_call; TAG_ARG_ERROR is redis.call's own argument check (its
-# error table has no ignore_error_stats_update field)
-TAG_VALUE, TAG_RESP, TAG_ERROR, TAG_ARG_ERROR = 0, 1, 2, 3
+# error table has no ignore_error_stats_update field); TAG_STATUS a status reply ({ok=...});
+# TAG_REPLY (Engine._run_command only) a command's reply as the handler gave it
+TAG_VALUE, TAG_RESP, TAG_ERROR, TAG_ARG_ERROR, TAG_STATUS, TAG_REPLY = 0, 1, 2, 3, 4, 5
 
 _ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
 _ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
@@ -172,8 +174,13 @@ class Engine:
         self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
                                     register_builtins=False, unpack_returned_tuples=True)
         host = _Host(self, self.lua)
+        c_calls = lua_c_calls(self, self.lua)
+        if c_calls is not None:  # redis.call/pcall as Lua C functions (see _luacall)
+            host.call_raise, host.call_protected, resp_slot = c_calls
         self.libraries = host.libraries
         self.api = self.lua.execute(PRELUDE, host)
+        if c_calls is not None:
+            resp_slot[1] = self.api.resp_to_lua
         host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
@@ -332,6 +339,8 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
+        if tag == TAG_STATUS:
+            return self.lua.table_from({b"ok": value})
         raise CommandError(value.decode("utf-8", "surrogateescape"), tag == TAG_ARG_ERROR)
 
     def _lua_call_protected(self, *args: Any) -> Any:
@@ -340,6 +349,8 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
+        if tag == TAG_STATUS:
+            return self.lua.table_from({b"ok": value})
         if tag == TAG_ARG_ERROR:
             return self.lua.table_from({b"err": value})
         return self.lua.table_from({b"err": value, b"ignore_error_stats_update": True})
@@ -385,6 +396,14 @@ class Engine:
 
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
+        result = self._run_command(ctx, argv)
+        if result[0] == TAG_REPLY:
+            return reply_to_lua(result[1], ctx.lua_resp)
+        return result
+
+    def _run_command(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
+        """Redis's checks for a command from a script, then the command: (TAG_ERROR, text)
+        or (TAG_REPLY, its reply)."""
         server = self.server
         name = argv[0]
         cmd = self._commands.get(name)  # the name as written (one cache entry per spelling)
@@ -429,7 +448,7 @@ class Engine:
         reply = client.call(cmd, argv)
         if reply is NO_REPLY:
             reply = client.captured[0] if client.captured else None
-        return reply_to_lua(reply, ctx.lua_resp)
+        return TAG_REPLY, reply
 
 
 def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
@@ -444,9 +463,35 @@ def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
         return TAG_VALUE, (False if lua_resp == 2 else None)
     if t is ErrorReply:
         return TAG_ERROR, reply.data
+    if t is SimpleString:
+        return TAG_STATUS, reply.data
     out = bytearray()
     write_reply(out, reply, lua_resp)
     return TAG_RESP, bytes(out)
+
+
+def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, Any, Any] | None:
+    """redis.call and redis.pcall as Lua C functions for ``engine``, and the table whose
+    ``[1]`` must then hold the prelude's ``resp_to_lua``; None where they cannot be had
+    (no compiled ``_luacall``, a lupa without the Lua C API or ``package.loadlib``)."""
+    try:
+        from pykv.scripting import _luacall
+        _luacall.load_api(lua51.__file__)
+    except ImportError:
+        return None
+    loadlib = lua.eval("package and package.loadlib")
+    if not loadlib:
+        return None
+    opener = loadlib(_luacall.__file__.encode(), b"luaopen_pykv_luacall")
+    if type(opener) is tuple or not opener:  # (nil, message, where)
+        log.warning("redis.call stays in Python: %r", opener)
+        return None
+    slot = lua.table()
+    _luacall.bind(engine)
+    calls = opener(slot)
+    if type(calls) is not tuple or len(calls) != 2:
+        return None
+    return calls[0], calls[1], slot
 
 
 def get_engine(server: Server) -> Engine:

@@ -4,7 +4,14 @@ from __future__ import annotations
 import pytest
 
 from pykv.protocol import NULL_ARRAY, BigNumber, ErrorReply, RespSet, SimpleString
-from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine, reply_to_lua
+from pykv.scripting.engine import (
+    TAG_ERROR,
+    TAG_RESP,
+    TAG_STATUS,
+    TAG_VALUE,
+    Engine,
+    reply_to_lua,
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,8 @@ def test_top_level_error_table(engine):
     (None, 2, (TAG_VALUE, False)),
     (None, 3, (TAG_VALUE, None)),
     (ErrorReply(b"ERR bad"), 2, (TAG_ERROR, b"ERR bad")),
-    (SimpleString(b"OK"), 2, (TAG_RESP, b"+OK\r\n")),
+    (SimpleString(b"OK"), 2, (TAG_STATUS, b"OK")),
+    (SimpleString(b"OK"), 3, (TAG_STATUS, b"OK")),
     (NULL_ARRAY, 2, (TAG_RESP, b"*-1\r\n")),
     ({b"f": b"v"}, 2, (TAG_RESP, b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n")),
     ({b"f": b"v"}, 3, (TAG_RESP, b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n")),

@@ -1,0 +1,323 @@
+# cython: language_level=3
+"""``redis.call`` and ``redis.pcall`` as Lua C functions, as Redis has them.
+
+Without this module a script's ``redis.call`` is a Python function behind lupa: every call
+converts its arguments from Lua to Python objects, packs them into a tuple, goes through
+two Python call levels, and converts the reply back (a status or an array as RESP bytes
+that Lua code parses). Here the Lua function is C: it reads the arguments off the Lua stack
+with ``lua_tolstring`` straight into ``bytes`` (numbers with ``%.17g``, as Redis's
+``luaArgsToRedisArgv``), calls ``Engine._execute`` at C level and pushes the reply with
+``lua_push*`` (bulk, integer, nil/false, status and flat arrays directly; anything else as
+RESP through the prelude's ``resp_to_lua``, the same conversion as before). Errors are the
+same Lua error tables as the Python path raised or returned.
+
+How it reaches Lua. lupa does not expose the ``lua_State`` of a ``LuaRuntime``, but its
+``lupa.lua51`` extension exports the whole Lua C API (``lua_pushcclosure`` & co. are
+dynamic symbols) and keeps ``package.loadlib``. So: (1) the API's entry points are looked
+up with ``dlopen(lupa.lua51.__file__, RTLD_NOLOAD)`` + ``dlsym`` — the very copy of Lua that
+runs the state, never a second Lua linked in (that would corrupt it: two copies of the
+allocator/GC-facing code working on one state); (2) the prelude's Lua calls
+``package.loadlib(<this file>, "luaopen_pykv_luacall")``, so Lua itself hands this module
+its state, and the opener returns the two closures. Both steps fail cleanly (ImportError /
+None) and the engine then keeps the Python path.
+
+Each closure has two upvalues: a light userdata pointing at its ``_Binding`` (a weak
+reference to the engine, kept alive for the life of the process, a few dozen bytes per
+engine) and a table whose ``[1]`` is the prelude's ``resp_to_lua``.
+
+The C functions take the GIL (lupa releases it while Lua runs) only for the part that
+touches Python, and raise Lua errors (``lua_error``, a longjmp) only after releasing it, so
+no Python frame is ever jumped over.
+"""
+import weakref
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.ref cimport Py_INCREF, PyObject
+from libc.stdio cimport snprintf
+
+from pykv.protocol.types import SimpleString
+
+from pykv.scripting.engine cimport Engine, reply_to_lua
+
+cdef extern from "<dlfcn.h>" nogil:
+    void *dlopen(const char *filename, int flags)
+    void *dlsym(void *handle, const char *symbol)
+    int RTLD_NOW
+    int RTLD_NOLOAD
+
+# Lua 5.1's C API, as lupa's bundled Lua declares it (lua.h, 5.1.x)
+cdef extern from *:
+    """
+    typedef struct lua_State lua_State;
+    """
+    ctypedef struct lua_State
+
+ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
+
+cdef enum:
+    LUA_TNIL = 0
+    LUA_TNUMBER = 3
+    LUA_TSTRING = 4
+    LUA_GLOBALSINDEX = -10002
+
+cdef inline int upvalue(int i) noexcept nogil:
+    return LUA_GLOBALSINDEX - i
+
+
+cdef struct LuaApi:
+    int (*gettop)(lua_State *L) noexcept nogil
+    void (*settop)(lua_State *L, int idx) noexcept nogil
+    int (*type)(lua_State *L, int idx) noexcept nogil
+    const char *(*tolstring)(lua_State *L, int idx, size_t *len) noexcept nogil
+    double (*tonumber)(lua_State *L, int idx) noexcept nogil
+    void *(*touserdata)(lua_State *L, int idx) noexcept nogil
+    void (*pushlstring)(lua_State *L, const char *s, size_t len) noexcept nogil
+    void (*pushnumber)(lua_State *L, double n) noexcept nogil
+    void (*pushboolean)(lua_State *L, int b) noexcept nogil
+    void (*pushnil)(lua_State *L) noexcept nogil
+    void (*pushvalue)(lua_State *L, int idx) noexcept nogil
+    void (*pushlightuserdata)(lua_State *L, void *p) noexcept nogil
+    void (*pushcclosure)(lua_State *L, lua_CFunction fn, int n) noexcept nogil
+    void (*createtable)(lua_State *L, int narr, int nrec) noexcept nogil
+    void (*setfield)(lua_State *L, int idx, const char *k) noexcept nogil
+    void (*rawgeti)(lua_State *L, int idx, int n) noexcept nogil
+    void (*rawseti)(lua_State *L, int idx, int n) noexcept nogil
+    int (*checkstack)(lua_State *L, int extra) noexcept nogil
+    void (*call)(lua_State *L, int nargs, int nresults) noexcept nogil
+    int (*error)(lua_State *L) noexcept nogil
+
+cdef LuaApi lua
+
+# reply tags of Engine._execute (pykv.scripting.engine)
+cdef enum:
+    TAG_VALUE = 0
+    TAG_RESP = 1
+    TAG_ERROR = 2
+    TAG_ARG_ERROR = 3
+    TAG_STATUS = 4
+    TAG_REPLY = 5
+
+# what the Lua side of a call does once the GIL is released
+cdef enum:
+    DONE = 0          # one value pushed: return it
+    RAISE = 1         # an error value pushed: lua_error it
+    CONVERT = 2       # resp_to_lua and a RESP string pushed: call it, return its value
+
+cdef const char *ERR_NO_ARGS = b"ERR Please specify at least one argument for this redis lib call"
+cdef const char *ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
+
+
+cdef void *_symbol(void *handle, const char *name) except NULL:
+    cdef void *p = dlsym(handle, name)
+    if p == NULL:
+        raise ImportError(f"lupa's Lua has no {name.decode()}")
+    return p
+
+
+cdef bint _loaded = False
+
+
+def load_api(str lupa_path) -> None:
+    """Find the Lua C API of the already loaded ``lupa.lua51`` (never load another)."""
+    global _loaded
+    if _loaded:
+        return
+    cdef bytes path = lupa_path.encode()
+    cdef void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+    if h == NULL:
+        raise ImportError("lupa.lua51 is not loaded")
+    lua.gettop = <int (*)(lua_State *) noexcept nogil>_symbol(h, "lua_gettop")
+    lua.settop = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_settop")
+    lua.type = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_type")
+    lua.tolstring = <const char *(*)(lua_State *, int, size_t *) noexcept nogil>_symbol(
+        h, "lua_tolstring")
+    lua.tonumber = <double (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_tonumber")
+    lua.touserdata = <void *(*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_touserdata")
+    lua.pushlstring = <void (*)(lua_State *, const char *, size_t) noexcept nogil>_symbol(
+        h, "lua_pushlstring")
+    lua.pushnumber = <void (*)(lua_State *, double) noexcept nogil>_symbol(h, "lua_pushnumber")
+    lua.pushboolean = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushboolean")
+    lua.pushnil = <void (*)(lua_State *) noexcept nogil>_symbol(h, "lua_pushnil")
+    lua.pushvalue = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushvalue")
+    lua.pushlightuserdata = <void (*)(lua_State *, void *) noexcept nogil>_symbol(
+        h, "lua_pushlightuserdata")
+    lua.pushcclosure = <void (*)(lua_State *, lua_CFunction, int) noexcept nogil>_symbol(
+        h, "lua_pushcclosure")
+    lua.createtable = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(
+        h, "lua_createtable")
+    lua.setfield = <void (*)(lua_State *, int, const char *) noexcept nogil>_symbol(
+        h, "lua_setfield")
+    lua.rawgeti = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_rawgeti")
+    lua.rawseti = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_rawseti")
+    lua.checkstack = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_checkstack")
+    lua.call = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_call")
+    lua.error = <int (*)(lua_State *) noexcept nogil>_symbol(h, "lua_error")
+    _loaded = True
+
+
+cdef class _Binding:
+    """What a pair of closures calls: a weak reference to its engine."""
+    cdef object engine_ref
+
+
+cdef _Binding _pending = None  # the binding luaopen_pykv_luacall hands to its closures
+cdef object _SimpleString = SimpleString
+
+
+def bind(engine: Engine) -> None:
+    """Make the next ``luaopen_pykv_luacall`` (the prelude's loadlib) serve ``engine``."""
+    global _pending
+    cdef _Binding b = _Binding()
+    b.engine_ref = weakref.ref(engine)
+    Py_INCREF(b)  # referenced from Lua as a light userdata: it must outlive the state
+    _pending = b
+
+
+cdef inline void _push_bytes(lua_State *L, object data) noexcept:
+    lua.pushlstring(L, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+
+
+cdef void _push_error(lua_State *L, object text, bint counted) noexcept:
+    """Redis's error table: ``{err = text}``, plus ``ignore_error_stats_update`` for a
+    command's own error (the command already counted it)."""
+    lua.createtable(L, 0, 2)
+    _push_bytes(L, text)
+    lua.setfield(L, -2, "err")
+    if counted:
+        lua.pushboolean(L, 1)
+        lua.setfield(L, -2, "ignore_error_stats_update")
+
+
+cdef bint _push_flat_array(lua_State *L, list items) noexcept:
+    """A list of bulk strings and integers as a Lua array; False (nothing pushed) for any
+    other element, which the RESP conversion then handles."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(items)
+    cdef object item
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(items, i)
+        if type(item) is not bytes and type(item) is not int:
+            return False
+    if not lua.checkstack(L, 2):
+        return False
+    lua.createtable(L, <int>n, 0)
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(items, i)
+        if type(item) is bytes:
+            _push_bytes(L, item)
+        else:
+            lua.pushnumber(L, <double>item)
+        lua.rawseti(L, -2, <int>(i + 1))
+    return True
+
+
+cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
+    """The Python part of a call: arguments, the command, its reply pushed. Returns what
+    the caller still has to do (DONE, RAISE, CONVERT)."""
+    cdef int n = lua.gettop(L), i, t
+    cdef size_t size
+    cdef const char *s
+    cdef char dbuf[64]
+    cdef int dlen
+    cdef list argv
+    cdef Engine engine
+    cdef _Binding binding
+    cdef tuple result
+    cdef int tag
+    try:
+        if n == 0:
+            _push_error(L, ERR_NO_ARGS, False)
+            return RAISE if not protected else DONE
+        argv = [None] * n
+        for i in range(n):
+            t = lua.type(L, i + 1)
+            if t == LUA_TNUMBER:
+                dlen = snprintf(dbuf, sizeof(dbuf), "%.17g", lua.tonumber(L, i + 1))
+                argv[i] = PyBytes_FromStringAndSize(dbuf, dlen)
+            elif t == LUA_TSTRING:
+                s = lua.tolstring(L, i + 1, &size)
+                argv[i] = PyBytes_FromStringAndSize(s, <Py_ssize_t>size)
+            else:
+                lua.settop(L, 0)
+                _push_error(L, ERR_ARGS, False)
+                return RAISE if not protected else DONE
+        lua.settop(L, 0)
+        binding = <_Binding>lua.touserdata(L, upvalue(1))
+        engine = binding.engine_ref()
+        if engine is None:
+            raise RuntimeError("the scripting engine is gone")
+        ctx = engine.ctx
+        result = engine._run_command(ctx, argv)
+        if result[0] == TAG_REPLY:
+            value = result[1]
+            if type(value) is list and _push_flat_array(L, value):
+                return DONE
+            result = reply_to_lua(value, ctx.lua_resp)
+        tag = result[0]
+        value = result[1]
+        if tag == TAG_VALUE:
+            t = type(value) is bytes
+            if t:
+                _push_bytes(L, value)
+            elif value is None:
+                lua.pushnil(L)
+            elif value is False:
+                lua.pushboolean(L, 0)
+            else:
+                lua.pushnumber(L, <double>value)
+            return DONE
+        if tag == TAG_STATUS:
+            lua.createtable(L, 0, 1)
+            _push_bytes(L, value)
+            lua.setfield(L, -2, "ok")
+            return DONE
+        if tag == TAG_RESP:
+            lua.rawgeti(L, upvalue(2), 1)  # resp_to_lua
+            _push_bytes(L, value)
+            return CONVERT
+        _push_error(L, value, tag == TAG_ERROR)
+        return RAISE if not protected else DONE
+    except BaseException as exc:  # as a Python exception raised into Lua by lupa was
+        lua.settop(L, 0)
+        text = exc.args[0] if exc.args else exc
+        if not isinstance(text, str):
+            text = str(text)
+        _push_error(L, b"ERR " + text.encode("utf-8", "surrogateescape"), False)
+        return RAISE
+
+
+cdef int _finish(lua_State *L, int todo) noexcept nogil:
+    if todo == CONVERT:
+        lua.call(L, 1, 1)
+    elif todo == RAISE:
+        return lua.error(L)  # (a longjmp: the GIL is no longer held here)
+    return 1
+
+
+cdef int _redis_call(lua_State *L) noexcept nogil:
+    return _finish(L, _call_with_gil(L, False))
+
+
+cdef int _redis_pcall(lua_State *L) noexcept nogil:
+    return _finish(L, _call_with_gil(L, True))
+
+
+cdef int _open_with_gil(lua_State *L) noexcept with gil:
+    global _pending
+    cdef _Binding b = _pending
+    if b is None:
+        return 0
+    _pending = None
+    # the one argument: the table whose [1] holds resp_to_lua
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushvalue(L, 1)
+    lua.pushcclosure(L, _redis_call, 2)
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushvalue(L, 1)
+    lua.pushcclosure(L, _redis_pcall, 2)
+    return 2
+
+
+cdef public int luaopen_pykv_luacall(lua_State *L) noexcept nogil:
+    """The loadlib entry: (slot table) -> redis.call, redis.pcall for the bound engine."""
+    return _open_with_gil(L)
