@@ -35,6 +35,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.stdio cimport snprintf
+from libc.string cimport memcpy
 
 from pykv.protocol.types import SimpleString
 
@@ -57,6 +58,10 @@ ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
 
 cdef enum:
     LUA_TNIL = 0
+    LUA_TBOOLEAN = 1
+    LUA_TTABLE = 5
+    LUA_REGISTRYINDEX = -10000
+    LUA_MULTRET = -1
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
     LUA_GLOBALSINDEX = -10002
@@ -86,6 +91,10 @@ cdef struct LuaApi:
     int (*checkstack)(lua_State *L, int extra) noexcept nogil
     void (*call)(lua_State *L, int nargs, int nresults) noexcept nogil
     int (*error)(lua_State *L) noexcept nogil
+    int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc) noexcept nogil
+    void (*rawget)(lua_State *L, int idx) noexcept nogil
+    int (*toboolean)(lua_State *L, int idx) noexcept nogil
+    int (*ref)(lua_State *L, int t) noexcept nogil
 
 cdef LuaApi lua
 
@@ -153,25 +162,130 @@ def load_api(str lupa_path) -> None:
     lua.checkstack = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_checkstack")
     lua.call = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_call")
     lua.error = <int (*)(lua_State *) noexcept nogil>_symbol(h, "lua_error")
+    lua.pcall = <int (*)(lua_State *, int, int, int) noexcept nogil>_symbol(h, "lua_pcall")
+    lua.rawget = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawget")
+    lua.toboolean = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_toboolean")
+    lua.ref = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "luaL_ref")
     _loaded = True
 
 
 cdef class _Binding:
-    """What a pair of closures calls: a weak reference to its engine."""
+    """What a pair of closures calls: a weak reference to its engine; and EVAL's entry:
+    the main state and a registry reference to the prelude's ``c_entry``."""
     cdef object engine_ref
+    cdef lua_State *L
+    cdef int entry  # 0 until set_entry ran
 
 
 cdef _Binding _pending = None  # the binding luaopen_pykv_luacall hands to its closures
 cdef object _SimpleString = SimpleString
 
 
-def bind(engine: Engine) -> None:
+def bind(engine: Engine) -> _Binding:
     """Make the next ``luaopen_pykv_luacall`` (the prelude's loadlib) serve ``engine``."""
     global _pending
     cdef _Binding b = _Binding()
     b.engine_ref = weakref.ref(engine)
     Py_INCREF(b)  # referenced from Lua as a light userdata: it must outlive the state
     _pending = b
+    return b
+
+
+cdef object _lua_value(lua_State *L, int idx):
+    """One of ``finish``'s results as lupa would give it (strings as bytes)."""
+    cdef int t = lua.type(L, idx)
+    cdef size_t size
+    cdef const char *s
+    cdef double d
+    if t == LUA_TSTRING:
+        s = lua.tolstring(L, idx, &size)
+        return PyBytes_FromStringAndSize(s, <Py_ssize_t>size)
+    if t == LUA_TNUMBER:
+        d = lua.tonumber(L, idx)
+        if d == <double><long long>d:
+            return <long long>d
+        return d
+    if t == LUA_TBOOLEAN:
+        return bool(lua.toboolean(L, idx))
+    return None
+
+
+cdef inline void _push_array(lua_State *L, list items, Py_ssize_t start,
+                             Py_ssize_t end) noexcept:
+    cdef Py_ssize_t i
+    cdef object item
+    lua.createtable(L, <int>(end - start), 0)
+    for i in range(start, end):
+        item = <object>PyList_GET_ITEM(items, i)
+        if type(item) is not bytes:
+            item = bytes(item)
+        _push_bytes(L, item)
+        lua.rawseti(L, -2, <int>(i - start + 1))
+
+
+def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -> tuple:
+    """EVAL's run from C: what the prelude's ``run`` returns, (True, RESP) or (False,
+    message[, source, line]), for the cached script ``sha`` with KEYS = the first
+    ``nkeys`` of ``params`` (bytes), ARGV the rest. The state's stack is left as found."""
+    cdef lua_State *L = b.L
+    cdef int base = lua.gettop(L), status, i, top
+    cdef size_t size
+    cdef const char *s
+    cdef Py_ssize_t n = PyList_GET_SIZE(params)
+    cdef bytes out
+    cdef char *p
+    cdef char head[32]
+    cdef int hlen
+    if not lua.checkstack(L, 8):
+        return False, b"ERR Lua stack exhausted"
+    lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
+    lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
+    _push_array(L, params, 0, nkeys)
+    _push_array(L, params, nkeys, n)
+    if lua.pcall(L, 2, 0, 0) != 0:
+        return _entry_failure(L, base)
+    lua.rawgeti(L, base + 1, 4)  # base+2: the error handler
+    lua.rawgeti(L, base + 1, 5)
+    _push_bytes(L, sha)
+    lua.rawget(L, -2)  # the compiled script
+    if lua.type(L, -1) != 6:  # LUA_TFUNCTION
+        lua.settop(L, base)
+        return False, b"ERR the script is not compiled"
+    with nogil:
+        status = lua.pcall(L, 0, 1, base + 2)
+    # base+3: the scripts table, base+4: result or error
+    lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
+    if lua.pcall(L, 0, 0, 0) != 0:
+        return _entry_failure(L, base)
+    if status == 0 and lua.type(L, base + 4) == LUA_TSTRING:  # the usual: a bulk string
+        s = lua.tolstring(L, base + 4, &size)
+        hlen = snprintf(head, sizeof(head), "$%zu\r\n", size)
+        out = PyBytes_FromStringAndSize(NULL, hlen + <Py_ssize_t>size + 2)
+        p = PyBytes_AS_STRING(out)
+        memcpy(p, head, hlen)
+        memcpy(p + hlen, s, size)
+        memcpy(p + hlen + size, b"\r\n", 2)
+        lua.settop(L, base)
+        return True, out
+    lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
+    lua.pushboolean(L, status == 0)
+    lua.pushvalue(L, base + 4)
+    lua.pushnumber(L, resp)
+    top = lua.gettop(L) - 4
+    if lua.pcall(L, 3, LUA_MULTRET, 0) != 0:
+        return _entry_failure(L, base)
+    result = tuple([_lua_value(L, i) for i in range(top + 1, lua.gettop(L) + 1)])
+    lua.settop(L, base)
+    return result
+
+
+cdef tuple _entry_failure(lua_State *L, int base):
+    """The prelude's own code failed (out of memory): its message as an error."""
+    msg = _lua_value(L, -1)
+    lua.settop(L, base)
+    if type(msg) is not bytes:
+        msg = b"unknown error"
+    return False, b"ERR " + msg
 
 
 cdef inline void _push_bytes(lua_State *L, object data) noexcept:
@@ -315,7 +429,25 @@ cdef int _open_with_gil(lua_State *L) noexcept with gil:
     lua.pushlightuserdata(L, <void *>b)
     lua.pushvalue(L, 1)
     lua.pushcclosure(L, _redis_pcall, 2)
-    return 2
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushcclosure(L, _set_entry, 1)
+    return 3
+
+
+cdef int _set_entry_with_gil(lua_State *L) noexcept with gil:
+    cdef _Binding b = <_Binding>lua.touserdata(L, upvalue(1))
+    b.L = L
+    b.entry = lua.ref(L, LUA_REGISTRYINDEX)
+    return 0
+
+
+cdef int _set_entry(lua_State *L) noexcept nogil:
+    """set_entry(c_entry): keep the prelude's entry table for run_script, and the main
+    state (lupa calls this from Python, on its main state)."""
+    if lua.type(L, 1) != LUA_TTABLE:
+        return 0
+    lua.settop(L, 1)
+    return _set_entry_with_gil(L)
 
 
 cdef public int luaopen_pykv_luacall(lua_State *L) noexcept nogil:

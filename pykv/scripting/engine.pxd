@@ -16,6 +16,7 @@ cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
     cdef public object client, ctx, _poller, _busy_threshold, _saved_signals, libraries
+    cdef public object _c_binding, _c_scripts, _c_run
 
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)

@@ -176,11 +176,18 @@ class Engine:
         host = _Host(self, self.lua)
         c_calls = lua_c_calls(self, self.lua)
         if c_calls is not None:  # redis.call/pcall as Lua C functions (see _luacall)
-            host.call_raise, host.call_protected, resp_slot = c_calls
+            host.call_raise, host.call_protected, resp_slot, set_entry = c_calls[:4]
         self.libraries = host.libraries
         self.api = self.lua.execute(PRELUDE, host)
+        self._c_binding = None  # EVAL's C entry (_luacall.run_script), when there is one
         if c_calls is not None:
             resp_slot[1] = self.api.resp_to_lua
+            c_entry = self.api.c_entry
+            set_entry(c_entry)
+            self._c_binding = c_calls[4]
+            self._c_scripts = c_entry[5]  # sha -> compiled script, for run_script
+            from pykv.scripting._luacall import run_script
+            self._c_run = run_script
         host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
@@ -207,12 +214,17 @@ class Engine:
         no-writes flag of its shebang)."""
         sha = hashlib.sha1(body).hexdigest().encode()
         if sha not in self.scripts:
-            self.scripts[sha] = (body, self.compile(compile_body if compile_body is not None
-                                                    else body), no_writes)
+            fn = self.compile(compile_body if compile_body is not None else body)
+            self.scripts[sha] = (body, fn, no_writes)
+            if self._c_binding is not None:
+                self._c_scripts[sha] = fn
         return sha
 
     def flush_scripts(self) -> None:
         self.scripts.clear()
+        if self._c_binding is not None:
+            self.lua.eval("function(t) for k in pairs(t) do t[k] = nil end end")(
+                self._c_scripts)
         self.libraries.reset()
         self.lua.execute("collectgarbage()")
 
@@ -231,13 +243,17 @@ class Engine:
             client.select(caller.db_index)
         client.user = caller.user
         runner = self._api_run_callback if as_callback else self._api_run
+        c_binding = None if as_callback else self._c_binding
         self._busy_threshold = (self.server.config.busy_reply_threshold / 1000.0
                                 if caller.conn is not None else None)
         self.ctx = ctx
         # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis
         marks = self.server.begin_effects(caller.db_index)
         try:
-            result = runner(fn, caller.resp, nkeys, *params)
+            if c_binding is not None:
+                result = self._c_run(c_binding, ctx.name, caller.resp, nkeys, params)
+            else:
+                result = runner(fn, caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
@@ -470,9 +486,10 @@ def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
     return TAG_RESP, bytes(out)
 
 
-def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, Any, Any] | None:
-    """redis.call and redis.pcall as Lua C functions for ``engine``, and the table whose
-    ``[1]`` must then hold the prelude's ``resp_to_lua``; None where they cannot be had
+def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, ...] | None:
+    """redis.call and redis.pcall as Lua C functions for ``engine``, the table whose
+    ``[1]`` must then hold the prelude's ``resp_to_lua``, ``set_entry`` (to be given the
+    prelude's ``c_entry``) and the binding ``_luacall.run_script`` takes; None where they cannot be had
     (no compiled ``_luacall``, a lupa without the Lua C API or ``package.loadlib``)."""
     try:
         from pykv.scripting import _luacall
@@ -487,11 +504,11 @@ def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, Any, Any] | None:
         log.warning("redis.call stays in Python: %r", opener)
         return None
     slot = lua.table()
-    _luacall.bind(engine)
+    binding = _luacall.bind(engine)
     calls = opener(slot)
-    if type(calls) is not tuple or len(calls) != 2:
+    if type(calls) is not tuple or len(calls) != 3:
         return None
-    return calls[0], calls[1], slot
+    return calls[0], calls[1], slot, calls[2], binding
 
 
 def get_engine(server: Server) -> Engine:
