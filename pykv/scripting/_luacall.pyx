@@ -232,10 +232,6 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     cdef size_t size
     cdef const char *s
     cdef Py_ssize_t n = PyList_GET_SIZE(params)
-    cdef bytes out
-    cdef char *p
-    cdef char head[32]
-    cdef int hlen
     if not lua.checkstack(L, 8):
         return False, b"ERR Lua stack exhausted"
     lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
@@ -257,16 +253,11 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
     if lua.pcall(L, 0, 0, 0) != 0:
         return _entry_failure(L, base)
-    if status == 0 and lua.type(L, base + 4) == LUA_TSTRING:  # the usual: a bulk string
-        s = lua.tolstring(L, base + 4, &size)
-        hlen = snprintf(head, sizeof(head), "$%zu\r\n", size)
-        out = PyBytes_FromStringAndSize(NULL, hlen + <Py_ssize_t>size + 2)
-        p = PyBytes_AS_STRING(out)
-        memcpy(p, head, hlen)
-        memcpy(p + hlen, s, size)
-        memcpy(p + hlen + size, b"\r\n", 2)
-        lua.settop(L, base)
-        return True, out
+    if status == 0:  # the usual results, framed as the prelude's encode would frame them
+        out = _simple_result(L, base + 4)
+        if out is not None:
+            lua.settop(L, base)
+            return True, out
     lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
     lua.pushboolean(L, status == 0)
     lua.pushvalue(L, base + 4)
@@ -277,6 +268,67 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     result = tuple([_lua_value(L, i) for i in range(top + 1, lua.gettop(L) + 1)])
     lua.settop(L, base)
     return result
+
+
+cdef bytes _framed(char prefix, const char *s, size_t size, bint bulk, bint clean):
+    """``$<n>\\r\\n<s>\\r\\n`` (bulk) or ``<prefix><s>\\r\\n`` (a status or
+    an integer; ``clean``: CR and LF become spaces, as the prelude's ``clean``)."""
+    cdef char head[32]
+    cdef int hlen = 1
+    cdef size_t i
+    cdef char *p
+    if bulk:
+        hlen = snprintf(head, sizeof(head), "$%zu\r\n", size)
+    else:
+        head[0] = prefix
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, hlen + <Py_ssize_t>size + 2)
+    p = PyBytes_AS_STRING(out)
+    memcpy(p, head, hlen)
+    memcpy(p + hlen, s, size)
+    if clean:
+        for i in range(size):
+            if p[hlen + i] == 13 or p[hlen + i] == 10:
+                p[hlen + i] = 32
+    memcpy(p + hlen + size, b"\r\n", 2)
+    return out
+
+
+cdef object _simple_result(lua_State *L, int idx):
+    """A script's result as RESP when it is a string, a number or a status table (the
+    same bytes for every protocol); None for anything else (the prelude encodes it)."""
+    cdef int t = lua.type(L, idx)
+    cdef size_t size
+    cdef const char *s
+    cdef double d
+    cdef char num[32]
+    cdef int nlen
+    if t == LUA_TSTRING:
+        s = lua.tolstring(L, idx, &size)
+        return _framed(0, s, size, True, False)
+    if t == LUA_TNUMBER:  # the prelude's to_integer: truncated, out of range as INT64_MIN
+        d = lua.tonumber(L, idx)
+        if d != d or d >= 9223372036854775807.0 or d < -9223372036854775808.0:
+            nlen = snprintf(num, sizeof(num), "-9223372036854775808")
+        else:
+            nlen = snprintf(num, sizeof(num), "%lld", <long long>d)
+        return _framed(58, num, <size_t>nlen, False, False)  # ':'
+    if t != LUA_TTABLE:
+        return None
+    lua.pushlstring(L, "err", 3)
+    lua.rawget(L, idx)
+    t = lua.type(L, -1)
+    lua.settop(L, -2)
+    if t == LUA_TSTRING:  # an error: the prelude's failure path
+        return None
+    lua.pushlstring(L, "ok", 2)
+    lua.rawget(L, idx)
+    if lua.type(L, -1) != LUA_TSTRING:
+        lua.settop(L, -2)
+        return None
+    s = lua.tolstring(L, -1, &size)
+    out = _framed(43, s, size, False, True)  # '+'
+    lua.settop(L, -2)
+    return out
 
 
 cdef tuple _entry_failure(lua_State *L, int base):

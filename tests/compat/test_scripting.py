@@ -32,6 +32,11 @@ SCRIPTS_RESP2 = [
     "return table.getn({1,2})", "return unpack({1,2})", "return string.format('%d', 5)",
     "return ('abc'):upper()", "return type(coroutine)", "return type(load)",
     "return type(gcinfo)",
+    # results the C entry frames itself (strings, numbers, statuses)
+    "return 0/0", "return -1/0", "return 1/0", "return 2^63", "return -2^63",
+    "return -2^63 - 4096", "return -0", "return 0.9999", "return ''", "return 'a\\0b'",
+    "return {ok=''}", "return {ok='x', err=1}", "return {err='e', ok='x'}",
+    "return {ok='a\\rb\\n'}", "return setmetatable({}, {__index={ok='x'}})",
 ]
 
 SANDBOX_ERRORS = [
