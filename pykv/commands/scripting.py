@@ -68,9 +68,10 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
 def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
     if by_sha and len(argv[1]) != 40:  # Redis refuses it before reading numkeys
         return errors.NOSCRIPT
-    if c.server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
-        c.server.feed_monitors(c, argv)
-    engine = get_engine(c.server)
+    server = c.server
+    if server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
+        server.feed_monitors(c, argv)
+    engine = get_engine(server)
     numkeys = numkeys_arg(argv, 2)
     if by_sha:
         sha = argv[1]
@@ -88,7 +89,6 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         else:
             sha = engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
         entry = engine.scripts[sha]
-    server = c.server
     if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
         err = _replica_refusal(server, entry[0])
         if err is not None:

@@ -239,32 +239,38 @@ class Engine:
         started by the server itself) never yields."""
         caller = ctx.caller
         client = self.client
-        if client.db_index != caller.db_index:
-            client.select(caller.db_index)
+        server = self.server
+        db_index = caller.db_index
+        if client.db_index != db_index:
+            client.select(db_index)
         client.user = caller.user
-        runner = self._api_run_callback if as_callback else self._api_run
-        c_binding = None if as_callback else self._c_binding
-        self._busy_threshold = (self.server.config.busy_reply_threshold / 1000.0
+        self._busy_threshold = (server.config.busy_reply_threshold / 1000.0
                                 if caller.conn is not None else None)
         self.ctx = ctx
-        # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis
-        marks = self.server.begin_effects(caller.db_index)
+        # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis;
+        # without a sink (no AOF, no replica) begin/end_effects would only count the
+        # nesting, which nothing reads then, and none can be added while a script runs
+        sinks = server.effect_sinks
+        marks = server.begin_effects(db_index) if sinks else None
         try:
-            if c_binding is not None:
-                result = self._c_run(c_binding, ctx.name, caller.resp, nkeys, params)
+            if as_callback:
+                result = self._api_run_callback(fn, caller.resp, nkeys, *params)
+            elif self._c_binding is not None:
+                result = self._c_run(self._c_binding, ctx.name, caller.resp, nkeys, params)
             else:
-                result = runner(fn, caller.resp, nkeys, *params)
+                result = self._api_run(fn, caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
         finally:
-            self.server.end_effects(marks)
+            if sinks:
+                server.end_effects(marks)
             if marks is not None:
-                caller.woff = self.server.repl_offset  # what WAIT waits for
+                caller.woff = server.repl_offset  # what WAIT waits for
             self.ctx = None
             self._busy_threshold = None
-            if self.server.busy_script is ctx:
-                self.server.busy_script = None
+            if server.busy_script is ctx:
+                server.busy_script = None
             if self._poller is not None:
                 self._poller.finish()
                 self._poller = None
@@ -459,11 +465,17 @@ class Engine:
                 return TAG_ERROR, server.noreplicas_error.data
             ctx.wrote = True
         client = self.client
-        client.captured = []
-        client.resp = ctx.lua_resp  # handlers shape replies by protocol (redis.setresp)
+        lua_resp = ctx.lua_resp
+        if client.resp != lua_resp:
+            client.resp = lua_resp  # handlers shape replies by protocol (redis.setresp)
         reply = client.call(cmd, argv)
-        if reply is NO_REPLY:
-            reply = client.captured[0] if client.captured else None
+        captured = client.captured  # (a fresh list only after a reply was captured)
+        if captured:
+            client.captured = []
+            if reply is NO_REPLY:
+                reply = captured[0]
+        elif reply is NO_REPLY:
+            reply = None
         return TAG_REPLY, reply
 
 
