@@ -39,7 +39,7 @@ from libc.string cimport memcpy
 
 from pykv.protocol.types import SimpleString
 
-from pykv.scripting.engine cimport Engine, reply_to_lua
+from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
 
 cdef extern from "<dlfcn.h>" nogil:
     void *dlopen(const char *filename, int flags)
@@ -390,6 +390,7 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
     cdef _Binding binding
     cdef tuple result
     cdef int tag
+    cdef RunContext ctx
     try:
         if n == 0:
             _push_error(L, ERR_NO_ARGS, False)

@@ -65,7 +65,9 @@ _ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
 _ERR_NO_WRITES = b"ERR Write commands are not allowed from read-only scripts."
 
 
-REPLY_CAPTURE = 4  # a reply mode of the script client only (see ScriptClient.add_reply)
+# a reply mode of the script client only: ClientCore.call leaves a handler's returned reply
+# to its caller (Engine._run_command); replies handlers add themselves are captured here
+REPLY_CAPTURE = 4
 
 
 class ScriptClient(Client):
@@ -426,6 +428,8 @@ class Engine:
     def _run_command(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
         """Redis's checks for a command from a script, then the command: (TAG_ERROR, text)
         or (TAG_REPLY, its reply)."""
+        if ctx is None:  # (a compiled RunContext argument may be None)
+            raise RuntimeError("no script is running")
         server = self.server
         name = argv[0]
         cmd = self._commands.get(name)  # the name as written (one cache entry per spelling)
@@ -468,14 +472,15 @@ class Engine:
         lua_resp = ctx.lua_resp
         if client.resp != lua_resp:
             client.resp = lua_resp  # handlers shape replies by protocol (redis.setresp)
+        # (ClientCore.call hands a REPLY_CAPTURE client the handler's reply as its result;
+        # only what handlers add themselves is captured)
         reply = client.call(cmd, argv)
-        captured = client.captured  # (a fresh list only after a reply was captured)
-        if captured:
+        if reply is NO_REPLY:
+            captured = client.captured
+            reply = captured[0] if captured else None
             client.captured = []
-            if reply is NO_REPLY:
-                reply = captured[0]
-        elif reply is NO_REPLY:
-            reply = None
+        elif client.captured:  # a handler that added a reply of its own and returned one
+            client.captured = []
         return TAG_REPLY, reply
 
 
