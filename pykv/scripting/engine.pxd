@@ -21,6 +21,7 @@ cdef class Engine:
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)
     cpdef tuple _lua_call(self, tuple args)
+    cpdef run(self, RunContext ctx, fn, Py_ssize_t nkeys, list params, bint as_callback=*)
     cpdef tuple _execute(self, RunContext ctx, list argv)
     cpdef tuple _run_command(self, RunContext ctx, list argv)
     cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly
