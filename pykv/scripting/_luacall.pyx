@@ -37,7 +37,7 @@ from cpython.ref cimport Py_INCREF, PyObject
 from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 
-from pykv.protocol.types import SimpleString
+from pykv.protocol.types import RawReply, SimpleString
 
 from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
 
@@ -179,6 +179,7 @@ cdef class _Binding:
 
 cdef _Binding _pending = None  # the binding luaopen_pykv_luacall hands to its closures
 cdef object _SimpleString = SimpleString
+cdef object _RawReply = RawReply
 
 
 def bind(engine: Engine) -> _Binding:
@@ -223,10 +224,11 @@ cdef inline void _push_array(lua_State *L, list items, Py_ssize_t start,
         lua.rawseti(L, -2, <int>(i - start + 1))
 
 
-def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -> tuple:
-    """EVAL's run from C: what the prelude's ``run`` returns, (True, RESP) or (False,
-    message[, source, line]), for the cached script ``sha`` with KEYS = the first
-    ``nkeys`` of ``params`` (bytes), ARGV the rest. The state's stack is left as found."""
+def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -> object:
+    """EVAL's run from C for the cached script ``sha`` with KEYS = the first ``nkeys`` of
+    ``params`` (bytes), ARGV the rest: a ``RawReply`` for the usual results, else what the
+    prelude's ``run`` returns, (True, RESP) or (False, message[, source, line]). The
+    state's stack is left as found."""
     cdef lua_State *L = b.L
     cdef int base = lua.gettop(L), status, i, top
     cdef size_t size
@@ -257,7 +259,9 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
         out = _simple_result(L, base + 4)
         if out is not None:
             lua.settop(L, base)
-            return True, out
+            reply = _RawReply.__new__(_RawReply)  # (no Python __init__ frame)
+            reply.data = out
+            return reply
     lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
     lua.pushboolean(L, status == 0)
     lua.pushvalue(L, base + 4)

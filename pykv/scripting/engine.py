@@ -283,6 +283,8 @@ class Engine:
         if ctx.drop_reply:  # shut down during the script: Redis exits before replying
             caller.closing = True
             return NO_REPLY
+        if type(result) is RawReply:  # (the C entry's usual results)
+            return result
         if result[0]:
             return RawReply(result[1])
         return self._final_reply(ctx, result)
