@@ -203,7 +203,7 @@ cdef object _lua_value(lua_State *L, int idx):
         return PyBytes_FromStringAndSize(s, <Py_ssize_t>size)
     if t == LUA_TNUMBER:
         d = lua.tonumber(L, idx)
-        if d == <double><long long>d:
+        if -9.2e18 < d < 9.2e18 and d == <double><long long>d:
             return <long long>d
         return d
     if t == LUA_TBOOLEAN:
@@ -213,14 +213,11 @@ cdef object _lua_value(lua_State *L, int idx):
 
 cdef inline void _push_array(lua_State *L, list items, Py_ssize_t start,
                              Py_ssize_t end) noexcept:
+    """``items[start:end]`` (all bytes) as a Lua array."""
     cdef Py_ssize_t i
-    cdef object item
     lua.createtable(L, <int>(end - start), 0)
     for i in range(start, end):
-        item = <object>PyList_GET_ITEM(items, i)
-        if type(item) is not bytes:
-            item = bytes(item)
-        _push_bytes(L, item)
+        _push_bytes(L, <object>PyList_GET_ITEM(items, i))
         lua.rawseti(L, -2, <int>(i - start + 1))
 
 
@@ -234,6 +231,10 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     cdef size_t size
     cdef const char *s
     cdef Py_ssize_t n = PyList_GET_SIZE(params)
+    for i in range(n):  # (from the request parser they are; anything else is made bytes)
+        if type(<object>PyList_GET_ITEM(params, i)) is not bytes:
+            params = [bytes(p) for p in params]
+            break
     if not lua.checkstack(L, 8):
         return False, b"ERR Lua stack exhausted"
     lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import signal
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -505,6 +506,9 @@ def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
     return TAG_RESP, bytes(out)
 
 
+_OPEN_LOCK = threading.Lock()  # one engine's binding at a time for luaopen_pykv_luacall
+
+
 def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, ...] | None:
     """redis.call and redis.pcall as Lua C functions for ``engine``, the table whose
     ``[1]`` must then hold the prelude's ``resp_to_lua``, ``set_entry`` (to be given the
@@ -523,8 +527,9 @@ def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, ...] | None:
         log.warning("redis.call stays in Python: %r", opener)
         return None
     slot = lua.table()
-    binding = _luacall.bind(engine)
-    calls = opener(slot)
+    with _OPEN_LOCK:  # (lupa lets other threads run while Lua runs the opener)
+        binding = _luacall.bind(engine)
+        calls = opener(slot)
     if type(calls) is not tuple or len(calls) != 3:
         return None
     return calls[0], calls[1], slot, calls[2], binding
