@@ -27,11 +27,7 @@ _CROSS_SLOT_ONLY = frozenset((b"allow-cross-slot-keys",))
 
 def numkeys_arg(argv: list[bytes], start: int) -> int:
     """``numkeys`` at ``argv[start]`` (keys and args follow it), with Redis's checks."""
-    raw = argv[start]
-    if len(raw) == 1 and 48 <= raw[0] <= 57:  # the usual single digit, without a parse
-        numkeys = raw[0] - 48
-    else:
-        numkeys = parse_int(raw, errors.NOT_INTEGER)
+    numkeys = parse_int(argv[start], errors.NOT_INTEGER)  # (_eval reads a single digit)
     if numkeys > len(argv) - start - 1:
         raise ErrorReply(b"ERR Number of keys can't be greater than number of args")
     if numkeys < 0:
@@ -70,10 +66,17 @@ def parse_shebang(body: bytes) -> tuple[set[bytes], bytes] | None:
 def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
     if by_sha and len(argv[1]) != 40:  # Redis refuses it before reading numkeys
         return errors.NOSCRIPT
-    if c.server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
-        c.server.feed_monitors(c, argv)
-    engine = get_engine(c.server)
-    numkeys = numkeys_arg(argv, 2)
+    server = c.server
+    if server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
+        server.feed_monitors(c, argv)
+    engine = getattr(server, "scripting", None)  # (a call less than get_engine, per script)
+    if engine is None:
+        engine = get_engine(server)
+    raw = argv[2]
+    if len(raw) == 1 and 48 <= raw[0] <= 57 and raw[0] - 48 <= len(argv) - 3:
+        numkeys = raw[0] - 48  # the usual single digit: no call
+    else:
+        numkeys = numkeys_arg(argv, 2)
     if by_sha:
         sha = argv[1]
         entry = engine.scripts.get(sha)
@@ -90,7 +93,6 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         else:
             sha = engine.cache_script(body, shebang[1], b"no-writes" in shebang[0])
         entry = engine.scripts[sha]
-    server = c.server
     if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
         err = _replica_refusal(server, entry[0])
         if err is not None:

@@ -3,7 +3,9 @@
 ``prelude`` is the Lua side (Redis 7.0's sandboxes for EVAL and FCALL, the ``redis`` API,
 Redis's error handler, RESP conversions), ``engine`` the Lua state, the script cache and how
 a script runs against the server (BUSY, SCRIPT KILL), ``redis_api`` the argument rules of
-the ``redis.*`` C functions. The bundled libraries are Python: ``libs`` (bit, struct, and
+the ``redis.*`` C functions, ``_luacall`` (compiled) ``redis.call``/``redis.pcall`` and
+EVAL's run as Lua C functions over lupa's own Lua C API (without it, both stay Python
+callables behind lupa, with the same replies). The bundled libraries are Python: ``libs`` (bit, struct, and
 ``Libraries``, which assembles them), ``lua_cjson``, ``lua_cmsgpack``, ``libbase`` (their
 shared error and argument helpers). The commands are in ``pykv.commands.scripting``.
 

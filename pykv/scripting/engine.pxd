@@ -16,8 +16,12 @@ cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
     cdef public object client, ctx, _poller, _busy_threshold, _saved_signals, libraries
+    cdef public object _c_binding, _c_scripts, _c_run
 
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)
     cpdef tuple _lua_call(self, tuple args)
-    cpdef tuple _execute(self, ctx, list argv)
+    cpdef run(self, RunContext ctx, fn, Py_ssize_t nkeys, list params, bint as_callback=*)
+    cpdef tuple _execute(self, RunContext ctx, list argv)
+    cpdef tuple _run_command(self, RunContext ctx, list argv)
+    cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly

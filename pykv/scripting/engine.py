@@ -18,14 +18,16 @@ writes from read-only scripts) come first, with Redis's texts.
 Known differences from Redis 7.0: a SIGTERM/SIGINT during a busy script is logged when the
 script ends, not when it arrives; one that arrives before the script is past
 ``busy-reply-threshold`` lets its reply out before the shutdown (Redis exits first);
-``redis.call``/``redis.pcall`` take at most 7997 arguments (lupa's call needs stack slots of
-its own; Redis allows unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
+``redis.call``/``redis.pcall`` take at most 7997 arguments where they run as Python
+(without the compiled ``_luacall``: lupa's call needs stack slots of its own; Redis allows
+unpack's 8001); a SHUTDOWN NOSAVE during a busy script logs the kill.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import signal
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +35,7 @@ from lupa import lua51
 
 from pykv import errors
 from pykv.net.busy import BusyPoller
-from pykv.protocol import ErrorReply, RawReply, write_reply
+from pykv.protocol import ErrorReply, RawReply, SimpleString, write_reply
 from pykv.scripting.helpers import ApiError, Helpers
 from pykv.scripting.libs import LibError, Libraries
 from pykv.scripting.prelude import PRELUDE
@@ -52,8 +54,9 @@ BUSY_FUNCTION = ErrorReply(
     b"NOSAVE.")
 
 # reply tags of Engine._lua_call; TAG_ARG_ERROR is redis.call's own argument check (its
-# error table has no ignore_error_stats_update field)
-TAG_VALUE, TAG_RESP, TAG_ERROR, TAG_ARG_ERROR = 0, 1, 2, 3
+# error table has no ignore_error_stats_update field); TAG_STATUS a status reply ({ok=...});
+# TAG_REPLY (Engine._run_command only) a command's reply as the handler gave it
+TAG_VALUE, TAG_RESP, TAG_ERROR, TAG_ARG_ERROR, TAG_STATUS, TAG_REPLY = 0, 1, 2, 3, 4, 5
 
 _ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
 _ERR_UNKNOWN = b"ERR Unknown Redis command called from script"
@@ -63,7 +66,9 @@ _ERR_RO = b"ERR Write commands are not allowed from read-only scripts."
 _ERR_NO_WRITES = b"ERR Write commands are not allowed from read-only scripts."
 
 
-REPLY_CAPTURE = 4  # a reply mode of the script client only (see ScriptClient.add_reply)
+# a reply mode of the script client only: ClientCore.call leaves a handler's returned reply
+# to its caller (Engine._run_command); replies handlers add themselves are captured here
+REPLY_CAPTURE = 4
 
 
 class ScriptClient(Client):
@@ -178,8 +183,20 @@ class Engine:
         self.lua = lua51.LuaRuntime(encoding=None, register_eval=False,
                                     register_builtins=False, unpack_returned_tuples=True)
         host = _Host(self, self.lua)
+        c_calls = lua_c_calls(self, self.lua)
+        if c_calls is not None:  # redis.call/pcall as Lua C functions (see _luacall)
+            host.call_raise, host.call_protected, resp_slot, set_entry = c_calls[:4]
         self.libraries = host.libraries
         self.api = self.lua.execute(PRELUDE, host)
+        self._c_binding = None  # EVAL's C entry (_luacall.run_script), when there is one
+        if c_calls is not None:
+            resp_slot[1] = self.api.resp_to_lua
+            c_entry = self.api.c_entry
+            set_entry(c_entry)
+            self._c_binding = c_calls[4]
+            self._c_scripts = c_entry[5]  # sha -> compiled script, for run_script
+            from pykv.scripting._luacall import run_script
+            self._c_run = run_script
         host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
@@ -206,12 +223,17 @@ class Engine:
         no-writes flag of its shebang)."""
         sha = hashlib.sha1(body).hexdigest().encode()
         if sha not in self.scripts:
-            self.scripts[sha] = (body, self.compile(compile_body if compile_body is not None
-                                                    else body), no_writes)
+            fn = self.compile(compile_body if compile_body is not None else body)
+            self.scripts[sha] = (body, fn, no_writes)
+            if self._c_binding is not None:
+                self._c_scripts[sha] = fn
         return sha
 
     def flush_scripts(self) -> None:
         self.scripts.clear()
+        if self._c_binding is not None:
+            self.lua.eval("function(t) for k in pairs(t) do t[k] = nil end end")(
+                self._c_scripts)
         self.libraries.reset()
         self.lua.execute("collectgarbage()")
 
@@ -226,28 +248,38 @@ class Engine:
         started by the server itself) never yields."""
         caller = ctx.caller
         client = self.client
-        if client.db_index != caller.db_index:
-            client.select(caller.db_index)
+        server = self.server
+        db_index = caller.db_index
+        if client.db_index != db_index:
+            client.select(db_index)
         client.user = caller.user
-        runner = self._api_run_callback if as_callback else self._api_run
-        self._busy_threshold = (self.server.config.busy_reply_threshold / 1000.0
+        self._busy_threshold = (server.config.busy_reply_threshold / 1000.0
                                 if caller.conn is not None else None)
         self.ctx = ctx
-        # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis
-        marks = self.server.begin_effects(caller.db_index)
+        # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis;
+        # without a sink (no AOF, no replica) begin/end_effects would only count the
+        # nesting, which nothing reads then, and none can be added while a script runs
+        sinks = server.effect_sinks
+        marks = server.begin_effects(db_index) if sinks else None
         try:
-            result = runner(fn, caller.resp, nkeys, *params)
+            if as_callback:
+                result = self._api_run_callback(fn, caller.resp, nkeys, *params)
+            elif self._c_binding is not None:
+                result = self._c_run(self._c_binding, ctx.name, caller.resp, nkeys, params)
+            else:
+                result = self._api_run(fn, caller.resp, nkeys, *params)
         except Exception as exc:  # a lupa/Python failure must still end the script
             log.exception("script failed")
             result = (False, b"ERR " + str(exc).encode(), None, None)
         finally:
-            self.server.end_effects(marks)
+            if sinks:
+                server.end_effects(marks)
             if marks is not None:
-                caller.woff = self.server.repl_offset  # what WAIT waits for
+                caller.woff = server.repl_offset  # what WAIT waits for
             self.ctx = None
             self._busy_threshold = None
-            if self.server.busy_script is ctx:
-                self.server.busy_script = None
+            if server.busy_script is ctx:
+                server.busy_script = None
             if self._poller is not None:
                 self._poller.finish()
                 self._poller = None
@@ -258,6 +290,8 @@ class Engine:
         if ctx.drop_reply:  # shut down during the script: Redis exits before replying
             caller.closing = True
             return NO_REPLY
+        if type(result) is RawReply:  # (the C entry's usual results)
+            return result
         if result[0]:
             return RawReply(result[1])
         return self._final_reply(ctx, result)
@@ -338,6 +372,8 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
+        if tag == TAG_STATUS:
+            return self.lua.table_from({b"ok": value})
         raise CommandError(value.decode("utf-8", "surrogateescape"), tag == TAG_ARG_ERROR)
 
     def _lua_call_protected(self, *args: Any) -> Any:
@@ -346,6 +382,8 @@ class Engine:
             return value
         if tag == TAG_RESP:
             return self._api_resp_to_lua(value)
+        if tag == TAG_STATUS:
+            return self.lua.table_from({b"ok": value})
         if tag == TAG_ARG_ERROR:
             return self.lua.table_from({b"err": value})
         return self.lua.table_from({b"err": value, b"ignore_error_stats_update": True})
@@ -391,6 +429,16 @@ class Engine:
 
     # -- a command from a script (loop thread) ---------------------------------------
     def _execute(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
+        result = self._run_command(ctx, argv)
+        if result[0] == TAG_REPLY:
+            return reply_to_lua(result[1], ctx.lua_resp)
+        return result
+
+    def _run_command(self, ctx: RunContext, argv: list[bytes]) -> tuple[int, Any]:
+        """Redis's checks for a command from a script, then the command: (TAG_ERROR, text)
+        or (TAG_REPLY, its reply)."""
+        if ctx is None:  # (a compiled RunContext argument may be None)
+            raise RuntimeError("no script is running")
         server = self.server
         name = argv[0]
         cmd = self._commands.get(name)  # the name as written (one cache entry per spelling)
@@ -430,12 +478,19 @@ class Engine:
                 return TAG_ERROR, server.noreplicas_error.data
             ctx.wrote = True
         client = self.client
-        client.captured = []
-        client.resp = ctx.lua_resp  # handlers shape replies by protocol (redis.setresp)
+        lua_resp = ctx.lua_resp
+        if client.resp != lua_resp:
+            client.resp = lua_resp  # handlers shape replies by protocol (redis.setresp)
+        # (ClientCore.call hands a REPLY_CAPTURE client the handler's reply as its result;
+        # only what handlers add themselves is captured)
         reply = client.call(cmd, argv)
         if reply is NO_REPLY:
-            reply = client.captured[0] if client.captured else None
-        return reply_to_lua(reply, ctx.lua_resp)
+            captured = client.captured
+            reply = captured[0] if captured else None
+            client.captured = []
+        elif client.captured:  # a handler that added a reply of its own and returned one
+            client.captured = []
+        return TAG_REPLY, reply
 
 
 def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
@@ -450,9 +505,40 @@ def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
         return TAG_VALUE, (False if lua_resp == 2 else None)
     if t is ErrorReply:
         return TAG_ERROR, reply.data
+    if t is SimpleString:
+        return TAG_STATUS, reply.data
     out = bytearray()
     write_reply(out, reply, lua_resp)
     return TAG_RESP, bytes(out)
+
+
+_OPEN_LOCK = threading.Lock()  # one engine's binding at a time for luaopen_pykv_luacall
+
+
+def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, ...] | None:
+    """redis.call and redis.pcall as Lua C functions for ``engine``, the table whose
+    ``[1]`` must then hold the prelude's ``resp_to_lua``, ``set_entry`` (to be given the
+    prelude's ``c_entry``) and the binding ``_luacall.run_script`` takes; None where they cannot be had
+    (no compiled ``_luacall``, a lupa without the Lua C API or ``package.loadlib``)."""
+    try:
+        from pykv.scripting import _luacall
+        _luacall.load_api(lua51.__file__)
+    except ImportError:
+        return None
+    loadlib = lua.eval("package and package.loadlib")
+    if not loadlib:
+        return None
+    opener = loadlib(_luacall.__file__.encode(), b"luaopen_pykv_luacall")
+    if type(opener) is tuple or not opener:  # (nil, message, where)
+        log.warning("redis.call stays in Python: %r", opener)
+        return None
+    slot = lua.table()
+    with _OPEN_LOCK:  # (lupa lets other threads run while Lua runs the opener)
+        binding = _luacall.bind(engine)
+        calls = opener(slot)
+    if type(calls) is not tuple or len(calls) != 3:
+        return None
+    return calls[0], calls[1], slot, calls[2], binding
 
 
 def get_engine(server: Server) -> Engine:

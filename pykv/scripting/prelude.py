@@ -615,6 +615,17 @@ local function run(fn, resp, nkeys, ...)
     return finish(ok, res, resp)
 end
 
+-- What ``run`` does around the script, for EVAL's C entry (pykv.scripting._luacall), which
+-- pushes KEYS/ARGV and runs the script with Redis's handler itself (no xpcall frame; the
+-- script is then the bottom of the stack, as in Redis): before it, and after it for a
+-- result that is not a bulk string
+local function begin_run(keys, argv)
+    hidden.KEYS, hidden.ARGV = keys, argv
+    current_resp = 2
+    current_env = globals
+    sethook(hook, "", 100000)
+end
+
 local function run_callback(fn, resp, nkeys, ...)
     -- FCALL: the callback gets (keys, args) as arguments instead of globals
     local keys, argv = split_args(nkeys, ...)
@@ -784,6 +795,7 @@ fn_globals, fn_hidden = make_env(common)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
+    c_entry = {begin_run, sethook, finish, error_handler, {}},
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
     set_resp = function(resp) current_resp = resp end,

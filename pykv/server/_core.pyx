@@ -549,7 +549,7 @@ cdef class ClientCore:
         if reply is not _NO_REPLY:
             if self.reply_mode == 0:
                 write_reply(self.out, reply, self.resp)
-            else:
+            elif self.reply_mode != 4:  # 4: a script's client, which takes the returned reply
                 self.add_reply(reply)
         if tracking is not None:  # keys read, and this client's invalidations after its reply
             tracking.leave(self, cmd, argv)

@@ -32,6 +32,11 @@ SCRIPTS_RESP2 = [
     "return table.getn({1,2})", "return unpack({1,2})", "return string.format('%d', 5)",
     "return ('abc'):upper()", "return type(coroutine)", "return type(load)",
     "return type(gcinfo)",
+    # results the C entry frames itself (strings, numbers, statuses)
+    "return 0/0", "return -1/0", "return 1/0", "return 2^63", "return -2^63",
+    "return -2^63 - 4096", "return -0", "return 0.9999", "return ''", "return 'a\\0b'",
+    "return {ok=''}", "return {ok='x', err=1}", "return {err='e', ok='x'}",
+    "return {ok='a\\rb\\n'}", "return setmetatable({}, {__index={ok='x'}})",
 ]
 
 SANDBOX_ERRORS = [
@@ -102,6 +107,54 @@ def test_redis_call_values(diff):
                    "return redis.call('select', '1')"):
         diff("EVAL", script, "0")
     diff("GET", "x")
+
+
+# what redis.call's C entry (pykv.scripting._luacall) reads off the Lua stack and pushes
+# back: number formatting, flat and nested arrays, statuses, nil/false by protocol, errors
+CALL_CONVERSIONS = [
+    "return redis.call('echo', 1e20)", "return redis.call('echo', 0.1)",
+    "return redis.call('echo', -0.5)", "return redis.call('echo', 2^53 + 1)",
+    "return redis.call('echo', 1/0)", "return redis.call('echo', -1/0)",
+    "return redis.call('echo', 0/0)", "return redis.call('echo', 123456789012)",
+    "return redis.call('echo', '')", "return redis.call('echo', 'a\\0b')",
+    "return redis.call('echo', true)", "return redis.pcall('echo', nil)",
+    "return redis.call('rpush', 'cl', 'a', 2, 3.5, '')",
+    "return redis.call('lrange', 'cl', 0, -1)", "return #redis.call('lrange', 'cl', 0, -1)",
+    "return redis.call('lrange', 'nolist', 0, -1)",
+    "return type(redis.call('lrange', 'nolist', 0, -1))",
+    "return redis.call('mget', 'cl', 'nokey')", "return {redis.call('mget', 'nokey')[1]}",
+    "return redis.call('hset', 'ch', 'f', 'v')", "return redis.call('hgetall', 'ch')",
+    "return redis.call('set', 'cs', 'v')", "return redis.call('set', 'cs', 'v')['ok']",
+    "return type(redis.call('set', 'cs', 'v'))",
+    "return redis.call('set', 'cs', 'v', 'NX')", "return redis.call('time')[3]",
+    "return redis.call('zadd', 'cz', 1.5, 'm')",
+    "return redis.call('zrange', 'cz', 0, -1, 'WITHSCORES')",
+    "return redis.call('type', 'cl')",
+    "return redis.call('exists', unpack({'cl', 'ch', 'nokey'}))",
+    "local t = {} for i = 1, 7990 do t[i] = 'k' .. i end "
+    "return redis.call('exists', unpack(t))",
+    "local t = {} for i = 1, 8000 do t[i] = 'k' .. i end "
+    "return redis.call('exists', unpack(t))",
+    "local r = redis.pcall('lpush', 'cs', 'x') return {type(r), r['err']}",
+    "return redis.pcall('lpush', 'cs', 'x')['ignore_error_stats_update']",
+    "return redis.pcall()['ignore_error_stats_update']",
+    "return redis.pcall('get', {})['err']",
+    "local ok, e = pcall(redis.call, 'lpush', 'cs', 'x') return {ok, e}",
+    "local ok, e = pcall(redis.call) return e",
+    "return redis.call('lpush', 'cs', 'x')",
+    "return coroutine.wrap(function() return redis.call('get', 'cs') end)()",
+]
+
+
+def test_call_conversions_resp2(diff):
+    for script in CALL_CONVERSIONS:
+        diff("EVAL", script, "0")
+
+
+def test_call_conversions_resp3(diff3):
+    for script in CALL_CONVERSIONS:
+        diff3("EVAL", "redis.setresp(3) " + script, "0")
+        diff3("EVAL", script, "0")
 
 
 def test_select_inside_script_does_not_leak(diff):

@@ -4,7 +4,14 @@ from __future__ import annotations
 import pytest
 
 from pykv.protocol import NULL_ARRAY, BigNumber, ErrorReply, RespSet, SimpleString
-from pykv.scripting.engine import TAG_ERROR, TAG_RESP, TAG_VALUE, Engine, reply_to_lua
+from pykv.scripting.engine import (
+    TAG_ERROR,
+    TAG_RESP,
+    TAG_STATUS,
+    TAG_VALUE,
+    Engine,
+    reply_to_lua,
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,8 @@ def test_top_level_error_table(engine):
     (None, 2, (TAG_VALUE, False)),
     (None, 3, (TAG_VALUE, None)),
     (ErrorReply(b"ERR bad"), 2, (TAG_ERROR, b"ERR bad")),
-    (SimpleString(b"OK"), 2, (TAG_RESP, b"+OK\r\n")),
+    (SimpleString(b"OK"), 2, (TAG_STATUS, b"OK")),
+    (SimpleString(b"OK"), 3, (TAG_STATUS, b"OK")),
     (NULL_ARRAY, 2, (TAG_RESP, b"*-1\r\n")),
     ({b"f": b"v"}, 2, (TAG_RESP, b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n")),
     ({b"f": b"v"}, 3, (TAG_RESP, b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n")),
@@ -84,3 +92,48 @@ def test_resp_parsed_into_lua_values(engine):
     assert to_lua(b",2.5\r\n")[b"double"] == 2.5
     assert to_lua(b"#t\r\n") is True
     assert to_lua(b"_\r\n") is None
+
+
+# the same scripts through the C entry (pykv.scripting._luacall) and through lupa's Python
+# callables: the replies must not differ
+PATH_SCRIPTS = [
+    "return redis.call('set', KEYS[1], ARGV[1])", "return redis.call('get', KEYS[1])",
+    "return redis.call('get', 'nokey')", "return {redis.call('get', 'nokey')}",
+    "return redis.call('incr', 'n')", "return redis.call('rpush', 'l', 1, 2.5, 'x')",
+    "return redis.call('lrange', 'l', 0, -1)", "return redis.call('echo', 1e20)",
+    "return redis.call('hset', 'h', 'f', 'v')", "return redis.call('hgetall', 'h')",
+    "redis.setresp(3) return redis.call('hgetall', 'h')",
+    "redis.setresp(3) return {redis.call('get', 'nokey')}",
+    "return redis.call('ping')", "return redis.pcall('lpush', KEYS[1], 'x')",
+    "return redis.call('lpush', KEYS[1], 'x')", "return redis.call()",
+    "return redis.pcall({})", "return redis.call('nosuch')", "return 1.5", "return -2^63",
+    "return {ok='a\\nb'}", "return {err='x'}", "return nil", "return {1, {2, 'x'}}",
+    "local ok, e = pcall(redis.call, 'incr', KEYS[1]) return e",
+]
+
+
+def _replies(monkeypatch, c_path: bool) -> list:
+    from pykv.assemble import build_server
+    from pykv.scripting import engine as engine_module
+    from pykv.server.client import Client
+
+    if not c_path:
+        monkeypatch.setattr(engine_module, "lua_c_calls", lambda engine, lua: None)
+    engine = Engine(build_server())
+    assert (engine._c_binding is not None) == c_path
+    caller = Client(engine.server, None, 0)
+    out = []
+    for source in PATH_SCRIPTS:
+        sha = engine.cache_script(source.encode())
+        ctx = engine_module.RunContext(caller, sha, False, False, b"evalsha")
+        for resp in (2, 3):
+            caller.resp = resp
+            reply = engine.run(ctx, engine.scripts[sha][1], 1, [b"k", b"v"])
+            out.append((source, resp, type(reply).__name__, reply.data))
+    return out
+
+
+def test_c_entry_and_python_callables_agree(monkeypatch):
+    pytest.importorskip("pykv.scripting._luacall")
+    with_c = _replies(monkeypatch, True)
+    assert with_c == _replies(monkeypatch, False)

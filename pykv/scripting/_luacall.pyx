@@ -1,0 +1,543 @@
+# cython: language_level=3
+"""``redis.call`` and ``redis.pcall`` as Lua C functions, as Redis has them.
+
+Without this module a script's ``redis.call`` is a Python function behind lupa: every call
+converts its arguments from Lua to Python objects, packs them into a tuple, goes through
+two Python call levels, and converts the reply back (a status or an array as RESP bytes
+that Lua code parses). Here the Lua function is C: it reads the arguments off the Lua stack
+with ``lua_tolstring`` straight into ``bytes`` (numbers with ``%.17g``, as Redis's
+``luaArgsToRedisArgv``), calls ``Engine._execute`` at C level and pushes the reply with
+``lua_push*`` (bulk, integer, nil/false, status and flat arrays directly; anything else as
+RESP through the prelude's ``resp_to_lua``, the same conversion as before). Errors are the
+same Lua error tables as the Python path raised or returned.
+
+How it reaches Lua. lupa does not expose the ``lua_State`` of a ``LuaRuntime``, but its
+``lupa.lua51`` extension exports the whole Lua C API (``lua_pushcclosure`` & co. are
+dynamic symbols) and keeps ``package.loadlib``. So: (1) the API's entry points are looked
+up with ``dlopen(lupa.lua51.__file__, RTLD_NOLOAD)`` + ``dlsym`` — the very copy of Lua that
+runs the state, never a second Lua linked in (that would corrupt it: two copies of the
+allocator/GC-facing code working on one state); (2) the prelude's Lua calls
+``package.loadlib(<this file>, "luaopen_pykv_luacall")``, so Lua itself hands this module
+its state, and the opener returns the two closures. Both steps fail cleanly (ImportError /
+None) and the engine then keeps the Python path.
+
+Each closure has two upvalues: a light userdata pointing at its ``_Binding`` (a weak
+reference to the engine, kept alive for the life of the process, a few dozen bytes per
+engine) and a table whose ``[1]`` is the prelude's ``resp_to_lua``.
+
+The C functions take the GIL (lupa releases it while Lua runs) only for the part that
+touches Python, and raise Lua errors (``lua_error``, a longjmp) only after releasing it, so
+no Python frame is ever jumped over.
+"""
+import weakref
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.ref cimport Py_INCREF, PyObject
+from libc.stdio cimport snprintf
+from libc.string cimport memcpy
+
+from pykv.protocol.types import RawReply, SimpleString
+
+from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
+
+cdef extern from "<dlfcn.h>" nogil:
+    void *dlopen(const char *filename, int flags)
+    void *dlsym(void *handle, const char *symbol)
+    int RTLD_NOW
+    int RTLD_NOLOAD
+
+# Lua 5.1's C API, as lupa's bundled Lua declares it (lua.h, 5.1.x)
+cdef extern from *:
+    """
+    typedef struct lua_State lua_State;
+    """
+    ctypedef struct lua_State
+
+ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
+
+cdef enum:
+    LUA_TNIL = 0
+    LUA_TBOOLEAN = 1
+    LUA_TTABLE = 5
+    LUA_REGISTRYINDEX = -10000
+    LUA_MULTRET = -1
+    LUA_TNUMBER = 3
+    LUA_TSTRING = 4
+    LUA_GLOBALSINDEX = -10002
+
+cdef inline int upvalue(int i) noexcept nogil:
+    return LUA_GLOBALSINDEX - i
+
+
+cdef struct LuaApi:
+    int (*gettop)(lua_State *L) noexcept nogil
+    void (*settop)(lua_State *L, int idx) noexcept nogil
+    int (*type)(lua_State *L, int idx) noexcept nogil
+    const char *(*tolstring)(lua_State *L, int idx, size_t *len) noexcept nogil
+    double (*tonumber)(lua_State *L, int idx) noexcept nogil
+    void *(*touserdata)(lua_State *L, int idx) noexcept nogil
+    void (*pushlstring)(lua_State *L, const char *s, size_t len) noexcept nogil
+    void (*pushnumber)(lua_State *L, double n) noexcept nogil
+    void (*pushboolean)(lua_State *L, int b) noexcept nogil
+    void (*pushnil)(lua_State *L) noexcept nogil
+    void (*pushvalue)(lua_State *L, int idx) noexcept nogil
+    void (*pushlightuserdata)(lua_State *L, void *p) noexcept nogil
+    void (*pushcclosure)(lua_State *L, lua_CFunction fn, int n) noexcept nogil
+    void (*createtable)(lua_State *L, int narr, int nrec) noexcept nogil
+    void (*setfield)(lua_State *L, int idx, const char *k) noexcept nogil
+    void (*rawgeti)(lua_State *L, int idx, int n) noexcept nogil
+    void (*rawseti)(lua_State *L, int idx, int n) noexcept nogil
+    int (*checkstack)(lua_State *L, int extra) noexcept nogil
+    void (*call)(lua_State *L, int nargs, int nresults) noexcept nogil
+    int (*error)(lua_State *L) noexcept nogil
+    int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc) noexcept nogil
+    void (*rawget)(lua_State *L, int idx) noexcept nogil
+    int (*toboolean)(lua_State *L, int idx) noexcept nogil
+    int (*ref)(lua_State *L, int t) noexcept nogil
+
+cdef LuaApi lua
+
+# reply tags of Engine._execute (pykv.scripting.engine)
+cdef enum:
+    TAG_VALUE = 0
+    TAG_RESP = 1
+    TAG_ERROR = 2
+    TAG_ARG_ERROR = 3
+    TAG_STATUS = 4
+    TAG_REPLY = 5
+
+# what the Lua side of a call does once the GIL is released
+cdef enum:
+    DONE = 0          # one value pushed: return it
+    RAISE = 1         # an error value pushed: lua_error it
+    CONVERT = 2       # resp_to_lua and a RESP string pushed: call it, return its value
+
+cdef const char *ERR_NO_ARGS = b"ERR Please specify at least one argument for this redis lib call"
+cdef const char *ERR_ARGS = b"ERR Lua redis lib command arguments must be strings or integers"
+
+
+cdef void *_symbol(void *handle, const char *name) except NULL:
+    cdef void *p = dlsym(handle, name)
+    if p == NULL:
+        raise ImportError(f"lupa's Lua has no {name.decode()}")
+    return p
+
+
+cdef bint _loaded = False
+
+
+def load_api(str lupa_path) -> None:
+    """Find the Lua C API of the already loaded ``lupa.lua51`` (never load another)."""
+    global _loaded
+    if _loaded:
+        return
+    cdef bytes path = lupa_path.encode()
+    cdef void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+    if h == NULL:
+        raise ImportError("lupa.lua51 is not loaded")
+    lua.gettop = <int (*)(lua_State *) noexcept nogil>_symbol(h, "lua_gettop")
+    lua.settop = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_settop")
+    lua.type = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_type")
+    lua.tolstring = <const char *(*)(lua_State *, int, size_t *) noexcept nogil>_symbol(
+        h, "lua_tolstring")
+    lua.tonumber = <double (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_tonumber")
+    lua.touserdata = <void *(*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_touserdata")
+    lua.pushlstring = <void (*)(lua_State *, const char *, size_t) noexcept nogil>_symbol(
+        h, "lua_pushlstring")
+    lua.pushnumber = <void (*)(lua_State *, double) noexcept nogil>_symbol(h, "lua_pushnumber")
+    lua.pushboolean = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushboolean")
+    lua.pushnil = <void (*)(lua_State *) noexcept nogil>_symbol(h, "lua_pushnil")
+    lua.pushvalue = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushvalue")
+    lua.pushlightuserdata = <void (*)(lua_State *, void *) noexcept nogil>_symbol(
+        h, "lua_pushlightuserdata")
+    lua.pushcclosure = <void (*)(lua_State *, lua_CFunction, int) noexcept nogil>_symbol(
+        h, "lua_pushcclosure")
+    lua.createtable = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(
+        h, "lua_createtable")
+    lua.setfield = <void (*)(lua_State *, int, const char *) noexcept nogil>_symbol(
+        h, "lua_setfield")
+    lua.rawgeti = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_rawgeti")
+    lua.rawseti = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_rawseti")
+    lua.checkstack = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_checkstack")
+    lua.call = <void (*)(lua_State *, int, int) noexcept nogil>_symbol(h, "lua_call")
+    lua.error = <int (*)(lua_State *) noexcept nogil>_symbol(h, "lua_error")
+    lua.pcall = <int (*)(lua_State *, int, int, int) noexcept nogil>_symbol(h, "lua_pcall")
+    lua.rawget = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawget")
+    lua.toboolean = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_toboolean")
+    lua.ref = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "luaL_ref")
+    _loaded = True
+
+
+cdef class _Binding:
+    """What a pair of closures calls: a weak reference to its engine; and EVAL's entry:
+    the main state and a registry reference to the prelude's ``c_entry``."""
+    cdef object engine_ref
+    cdef lua_State *L
+    cdef int entry  # 0 until set_entry ran
+
+
+cdef _Binding _pending = None  # the binding luaopen_pykv_luacall hands to its closures
+cdef object _SimpleString = SimpleString
+cdef object _RawReply = RawReply
+
+
+def bind(engine: Engine) -> _Binding:
+    """Make the next ``luaopen_pykv_luacall`` (the prelude's loadlib) serve ``engine``."""
+    global _pending
+    cdef _Binding b = _Binding()
+    b.engine_ref = weakref.ref(engine)
+    Py_INCREF(b)  # referenced from Lua as a light userdata: it must outlive the state
+    _pending = b
+    return b
+
+
+cdef object _lua_value(lua_State *L, int idx):
+    """One of ``finish``'s results as lupa would give it (strings as bytes)."""
+    cdef int t = lua.type(L, idx)
+    cdef size_t size
+    cdef const char *s
+    cdef double d
+    if t == LUA_TSTRING:
+        s = lua.tolstring(L, idx, &size)
+        return PyBytes_FromStringAndSize(s, <Py_ssize_t>size)
+    if t == LUA_TNUMBER:
+        d = lua.tonumber(L, idx)
+        if -9.2e18 < d < 9.2e18 and d == <double><long long>d:
+            return <long long>d
+        return d
+    if t == LUA_TBOOLEAN:
+        return bool(lua.toboolean(L, idx))
+    return None
+
+
+cdef inline void _push_array(lua_State *L, list items, Py_ssize_t start,
+                             Py_ssize_t end) noexcept:
+    """``items[start:end]`` (all bytes) as a Lua array."""
+    cdef Py_ssize_t i
+    lua.createtable(L, <int>(end - start), 0)
+    for i in range(start, end):
+        _push_bytes(L, <object>PyList_GET_ITEM(items, i))
+        lua.rawseti(L, -2, <int>(i - start + 1))
+
+
+def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -> object:
+    """EVAL's run from C for the cached script ``sha`` with KEYS = the first ``nkeys`` of
+    ``params`` (bytes), ARGV the rest: a ``RawReply`` for the usual results, else what the
+    prelude's ``run`` returns, (True, RESP) or (False, message[, source, line]). The
+    state's stack is left as found."""
+    cdef lua_State *L = b.L
+    cdef int base = lua.gettop(L), status, i, top
+    cdef size_t size
+    cdef const char *s
+    cdef Py_ssize_t n = PyList_GET_SIZE(params)
+    for i in range(n):  # (from the request parser they are; anything else is made bytes)
+        if type(<object>PyList_GET_ITEM(params, i)) is not bytes:
+            params = [bytes(p) for p in params]
+            break
+    if not lua.checkstack(L, 8):
+        return False, b"ERR Lua stack exhausted"
+    lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
+    lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
+    _push_array(L, params, 0, nkeys)
+    _push_array(L, params, nkeys, n)
+    if lua.pcall(L, 2, 0, 0) != 0:
+        return _entry_failure(L, base)
+    lua.rawgeti(L, base + 1, 4)  # base+2: the error handler
+    lua.rawgeti(L, base + 1, 5)
+    _push_bytes(L, sha)
+    lua.rawget(L, -2)  # the compiled script
+    if lua.type(L, -1) != 6:  # LUA_TFUNCTION
+        lua.settop(L, base)
+        return False, b"ERR the script is not compiled"
+    with nogil:
+        status = lua.pcall(L, 0, 1, base + 2)
+    # base+3: the scripts table, base+4: result or error
+    lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
+    if lua.pcall(L, 0, 0, 0) != 0:
+        return _entry_failure(L, base)
+    if status == 0:  # the usual results, framed as the prelude's encode would frame them
+        out = _simple_result(L, base + 4)
+        if out is not None:
+            lua.settop(L, base)
+            reply = _RawReply.__new__(_RawReply)  # (no Python __init__ frame)
+            reply.data = out
+            return reply
+    lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
+    lua.pushboolean(L, status == 0)
+    lua.pushvalue(L, base + 4)
+    lua.pushnumber(L, resp)
+    top = lua.gettop(L) - 4
+    if lua.pcall(L, 3, LUA_MULTRET, 0) != 0:
+        return _entry_failure(L, base)
+    result = tuple([_lua_value(L, i) for i in range(top + 1, lua.gettop(L) + 1)])
+    lua.settop(L, base)
+    return result
+
+
+cdef int _decimal(char *buf, unsigned long long n, bint negative) noexcept nogil:
+    """``n`` in decimal (``-`` first when ``negative``) at ``buf``; its length. (snprintf
+    costs more than the rest of the framing.)"""
+    cdef char tmp[24]
+    cdef int i = 0, k = 0
+    while True:
+        tmp[i] = <char>(48 + n % 10)
+        n //= 10
+        i += 1
+        if n == 0:
+            break
+    if negative:
+        buf[0] = 45
+        k = 1
+    while i > 0:
+        i -= 1
+        buf[k] = tmp[i]
+        k += 1
+    return k
+
+
+cdef bytes _framed(char prefix, const char *s, size_t size, bint bulk, bint clean):
+    """``$<n>\\r\\n<s>\\r\\n`` (bulk) or ``<prefix><s>\\r\\n`` (a status or
+    an integer; ``clean``: CR and LF become spaces, as the prelude's ``clean``)."""
+    cdef char head[32]
+    cdef int hlen = 1
+    cdef size_t i
+    cdef char *p
+    if bulk:
+        head[0] = 36  # '$'
+        hlen = 1 + _decimal(head + 1, size, False)
+        head[hlen] = 13
+        head[hlen + 1] = 10
+        hlen += 2
+    else:
+        head[0] = prefix
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, hlen + <Py_ssize_t>size + 2)
+    p = PyBytes_AS_STRING(out)
+    memcpy(p, head, hlen)
+    memcpy(p + hlen, s, size)
+    if clean:
+        for i in range(size):
+            if p[hlen + i] == 13 or p[hlen + i] == 10:
+                p[hlen + i] = 32
+    memcpy(p + hlen + size, b"\r\n", 2)
+    return out
+
+
+cdef object _simple_result(lua_State *L, int idx):
+    """A script's result as RESP when it is a string, a number or a status table (the
+    same bytes for every protocol); None for anything else (the prelude encodes it)."""
+    cdef int t = lua.type(L, idx)
+    cdef size_t size
+    cdef const char *s
+    cdef double d
+    cdef long long v
+    cdef char num[32]
+    cdef int nlen
+    if t == LUA_TSTRING:
+        s = lua.tolstring(L, idx, &size)
+        return _framed(0, s, size, True, False)
+    if t == LUA_TNUMBER:  # the prelude's to_integer: truncated, out of range as INT64_MIN
+        d = lua.tonumber(L, idx)
+        if d != d or d >= 9223372036854775807.0 or d < -9223372036854775808.0:
+            nlen = _decimal(num, 9223372036854775808ULL, True)
+        else:
+            v = <long long>d
+            if v < 0:
+                nlen = _decimal(num, 0ULL - <unsigned long long>v, True)
+            else:
+                nlen = _decimal(num, <unsigned long long>v, False)
+        return _framed(58, num, <size_t>nlen, False, False)  # ':'
+    if t != LUA_TTABLE:
+        return None
+    lua.pushlstring(L, "err", 3)
+    lua.rawget(L, idx)
+    t = lua.type(L, -1)
+    lua.settop(L, -2)
+    if t == LUA_TSTRING:  # an error: the prelude's failure path
+        return None
+    lua.pushlstring(L, "ok", 2)
+    lua.rawget(L, idx)
+    if lua.type(L, -1) != LUA_TSTRING:
+        lua.settop(L, -2)
+        return None
+    s = lua.tolstring(L, -1, &size)
+    out = _framed(43, s, size, False, True)  # '+'
+    lua.settop(L, -2)
+    return out
+
+
+cdef tuple _entry_failure(lua_State *L, int base):
+    """The prelude's own code failed (out of memory): its message as an error."""
+    msg = _lua_value(L, -1)
+    lua.settop(L, base)
+    if type(msg) is not bytes:
+        msg = b"unknown error"
+    return False, b"ERR " + msg
+
+
+cdef inline void _push_bytes(lua_State *L, object data) noexcept:
+    lua.pushlstring(L, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+
+
+cdef void _push_error(lua_State *L, object text, bint counted) noexcept:
+    """Redis's error table: ``{err = text}``, plus ``ignore_error_stats_update`` for a
+    command's own error (the command already counted it)."""
+    lua.createtable(L, 0, 2)
+    _push_bytes(L, text)
+    lua.setfield(L, -2, "err")
+    if counted:
+        lua.pushboolean(L, 1)
+        lua.setfield(L, -2, "ignore_error_stats_update")
+
+
+cdef bint _push_flat_array(lua_State *L, list items) noexcept:
+    """A list of bulk strings and integers as a Lua array; False (nothing pushed) for any
+    other element, which the RESP conversion then handles."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(items)
+    cdef object item
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(items, i)
+        if type(item) is not bytes and type(item) is not int:
+            return False
+    if not lua.checkstack(L, 2):
+        return False
+    lua.createtable(L, <int>n, 0)
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(items, i)
+        if type(item) is bytes:
+            _push_bytes(L, item)
+        else:
+            lua.pushnumber(L, <double>item)
+        lua.rawseti(L, -2, <int>(i + 1))
+    return True
+
+
+cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
+    """The Python part of a call: arguments, the command, its reply pushed. Returns what
+    the caller still has to do (DONE, RAISE, CONVERT)."""
+    cdef int n = lua.gettop(L), i, t
+    cdef size_t size
+    cdef const char *s
+    cdef char dbuf[64]
+    cdef int dlen
+    cdef list argv
+    cdef Engine engine
+    cdef _Binding binding
+    cdef tuple result
+    cdef int tag
+    cdef RunContext ctx
+    try:
+        if n == 0:
+            _push_error(L, ERR_NO_ARGS, False)
+            return RAISE if not protected else DONE
+        argv = [None] * n
+        for i in range(n):
+            t = lua.type(L, i + 1)
+            if t == LUA_TNUMBER:
+                dlen = snprintf(dbuf, sizeof(dbuf), "%.17g", lua.tonumber(L, i + 1))
+                argv[i] = PyBytes_FromStringAndSize(dbuf, dlen)
+            elif t == LUA_TSTRING:
+                s = lua.tolstring(L, i + 1, &size)
+                argv[i] = PyBytes_FromStringAndSize(s, <Py_ssize_t>size)
+            else:
+                lua.settop(L, 0)
+                _push_error(L, ERR_ARGS, False)
+                return RAISE if not protected else DONE
+        lua.settop(L, 0)
+        binding = <_Binding>lua.touserdata(L, upvalue(1))
+        engine = binding.engine_ref()
+        if engine is None:
+            raise RuntimeError("the scripting engine is gone")
+        ctx = engine.ctx
+        result = engine._run_command(ctx, argv)
+        if result[0] == TAG_REPLY:
+            value = result[1]
+            if type(value) is list and _push_flat_array(L, value):
+                return DONE
+            result = reply_to_lua(value, ctx.lua_resp)
+        tag = result[0]
+        value = result[1]
+        if tag == TAG_VALUE:
+            t = type(value) is bytes
+            if t:
+                _push_bytes(L, value)
+            elif value is None:
+                lua.pushnil(L)
+            elif value is False:
+                lua.pushboolean(L, 0)
+            else:
+                lua.pushnumber(L, <double>value)
+            return DONE
+        if tag == TAG_STATUS:
+            lua.createtable(L, 0, 1)
+            _push_bytes(L, value)
+            lua.setfield(L, -2, "ok")
+            return DONE
+        if tag == TAG_RESP:
+            lua.rawgeti(L, upvalue(2), 1)  # resp_to_lua
+            _push_bytes(L, value)
+            return CONVERT
+        _push_error(L, value, tag == TAG_ERROR)
+        return RAISE if not protected else DONE
+    except BaseException as exc:  # as a Python exception raised into Lua by lupa was
+        lua.settop(L, 0)
+        text = exc.args[0] if exc.args else exc
+        if not isinstance(text, str):
+            text = str(text)
+        _push_error(L, b"ERR " + text.encode("utf-8", "surrogateescape"), False)
+        return RAISE
+
+
+cdef int _finish(lua_State *L, int todo) noexcept nogil:
+    if todo == CONVERT:
+        lua.call(L, 1, 1)
+    elif todo == RAISE:
+        return lua.error(L)  # (a longjmp: the GIL is no longer held here)
+    return 1
+
+
+cdef int _redis_call(lua_State *L) noexcept nogil:
+    return _finish(L, _call_with_gil(L, False))
+
+
+cdef int _redis_pcall(lua_State *L) noexcept nogil:
+    return _finish(L, _call_with_gil(L, True))
+
+
+cdef int _open_with_gil(lua_State *L) noexcept with gil:
+    global _pending
+    cdef _Binding b = _pending
+    if b is None:
+        return 0
+    _pending = None
+    # the one argument: the table whose [1] holds resp_to_lua
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushvalue(L, 1)
+    lua.pushcclosure(L, _redis_call, 2)
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushvalue(L, 1)
+    lua.pushcclosure(L, _redis_pcall, 2)
+    lua.pushlightuserdata(L, <void *>b)
+    lua.pushcclosure(L, _set_entry, 1)
+    return 3
+
+
+cdef int _set_entry_with_gil(lua_State *L) noexcept with gil:
+    cdef _Binding b = <_Binding>lua.touserdata(L, upvalue(1))
+    b.L = L
+    b.entry = lua.ref(L, LUA_REGISTRYINDEX)
+    return 0
+
+
+cdef int _set_entry(lua_State *L) noexcept nogil:
+    """set_entry(c_entry): keep the prelude's entry table for run_script, and the main
+    state (lupa calls this from Python, on its main state)."""
+    if lua.type(L, 1) != LUA_TTABLE:
+        return 0
+    lua.settop(L, 1)
+    return _set_entry_with_gil(L)
+
+
+cdef public int luaopen_pykv_luacall(lua_State *L) noexcept nogil:
+    """The loadlib entry: (slot table) -> redis.call, redis.pcall for the bound engine."""
+    return _open_with_gil(L)
