@@ -16,6 +16,7 @@ from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply
 from pykv.server.blocking import block_for_keys, parse_timeout
+from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage.list_type import ListValue
 
@@ -205,6 +206,9 @@ def lrange(c, argv):
     bounds = value.normalise_range(start, stop)
     if bounds is None:
         return []
+    if c.reply_mode == 0:  # the reply goes to the output buffer as it is (not a script's)
+        value.write_slice(c.out, bounds[0], bounds[1])
+        return NO_REPLY
     return value.slice(bounds[0], bounds[1])
 
 

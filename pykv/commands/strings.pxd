@@ -1,16 +1,22 @@
-# Types for the compiled strings.py's hottest paths (GET, SET key value, INCR/DECR): the
-# database is a C-level Database, so its lookups and writes are C calls, not method calls.
+# Types for the compiled strings.py's hottest paths (GET, SET key value, INCR/DECR, MSET):
+# the client, its server and its database are C-level types (pykv/server/_core.pxd,
+# pykv/storage/keyspace.pxd), so reading ``c.db``/``c.server``, counting ``dirty`` and the
+# keyspace hits, and the lookups and writes are C struct accesses and C calls.
 cimport cython
 
 from pykv.protocol._parser cimport ll2bytes, string2ll
+from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
 
 
-@cython.locals(db=Database)
-cdef _get(c, key)
+@cython.locals(db=Database, server=ServerCore)
+cdef _get(ClientCore c, key)
 
-@cython.locals(db=Database)
-cdef _set_plain(c, key, value)
+@cython.locals(db=Database, server=ServerCore)
+cdef _set_plain(ClientCore c, key, value)
 
-@cython.locals(db=Database)
-cdef _incr_command(c, key, delta)
+@cython.locals(db=Database, server=ServerCore)
+cdef _incr_command(ClientCore c, key, delta)
+
+@cython.locals(db=Database, server=ServerCore, i=Py_ssize_t, n=Py_ssize_t)
+cdef _mset(ClientCore c, list argv)

@@ -301,10 +301,20 @@ def mget(c, argv):
 def mset(c, argv):
     if len(argv) % 2 == 0:
         raise errors.wrong_arity("mset")
+    return _mset(c, argv)
+
+
+def _mset(c: Any, argv: list[bytes]) -> Any:
+    """MSET's stores (typed in strings.pxd, like ``_set_plain``)."""
     db = c.db
-    for i in range(1, len(argv), 2):
-        db.set(argv[i], argv[i + 1])
-        _changed(c, "$", b"set", argv[i])
+    server = c.server
+    n = len(argv)
+    for i in range(1, n, 2):
+        key = argv[i]
+        db.set(key, argv[i + 1])
+        server.dirty += 1
+        if server.keyspace_notifier is not None:
+            notify(server, "$", b"set", key, db.id)
     return OK
 
 

@@ -18,6 +18,7 @@ for a big one: a sequence of small listpack nodes, as Redis's quicklist.
 """
 cimport cython
 from itertools import chain, islice
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
@@ -174,9 +175,8 @@ cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n
 
 
 @cython.cdivision(True)
-cdef bytes _int_bytes(int64_t v):
-    """``v`` in decimal, written straight into the bytes (no Python int or formatting)."""
-    cdef char buf[20]
+cdef inline Py_ssize_t _ll_text(int64_t v, char *buf) noexcept:
+    """``v`` in decimal at the end of ``buf`` (20 bytes); returns where the text starts."""
     cdef Py_ssize_t pos = 20
     cdef uint64_t u = (<uint64_t>(-(v + 1))) + 1 if v < 0 else <uint64_t>v
     while True:
@@ -188,6 +188,13 @@ cdef bytes _int_bytes(int64_t v):
     if v < 0:
         pos -= 1
         buf[pos] = 45  # '-'
+    return pos
+
+
+cdef bytes _int_bytes(int64_t v):
+    """``v`` in decimal, written straight into the bytes (no Python int or formatting)."""
+    cdef char buf[20]
+    cdef Py_ssize_t pos = _ll_text(v, buf)
     return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
 
 
@@ -198,6 +205,62 @@ cdef inline bytes _entry_bytes(const unsigned char *p):
         return _int_bytes(_int_value(p))
     data = _str_data(p, &n)
     return PyBytes_FromStringAndSize(<const char *>data, n)
+
+
+# -- RESP replies written straight from the entries (LRANGE) ---------------------------------
+cdef inline Py_ssize_t _put_header(char *w, char kind, Py_ssize_t n) noexcept:
+    """``<kind><n>\\r\\n`` at ``w`` (NULL: only measured); returns its size."""
+    cdef char buf[20]
+    cdef Py_ssize_t pos = _ll_text(n, buf), size = 23 - pos
+    if w != NULL:
+        w[0] = kind
+        memcpy(w + 1, buf + pos, 20 - pos)
+        w[size - 2] = 13
+        w[size - 1] = 10
+    return size
+
+
+cdef Py_ssize_t _put_entries(char *w, const unsigned char *lp, Py_ssize_t off, Py_ssize_t end,
+                             Py_ssize_t *left) noexcept:
+    """The entries from ``off`` (until ``end``, or until ``left`` of them are done) as RESP
+    bulk strings at ``w``, integers in decimal; with ``w`` NULL only measured. Returns the
+    size."""
+    cdef char buf[20]
+    cdef const unsigned char *p
+    cdef const char *data
+    cdef Py_ssize_t n, pos, k, total = 0
+    while off < end and left[0] > 0:
+        p = lp + off
+        if _is_int_entry(p):
+            pos = _ll_text(_int_value(p), buf)
+            data = buf + pos
+            n = 20 - pos
+        else:
+            data = <const char *>_str_data(p, &n)
+        if w == NULL:
+            total += _put_header(NULL, 36, n) + n + 2
+        else:
+            k = _put_header(w + total, 36, n)  # '$'
+            memcpy(w + total + k, data, n)
+            total += k + n
+            w[total] = 13
+            w[total + 1] = 10
+            total += 2
+        left[0] -= 1
+        off += _entry_size(p)
+    return total
+
+
+cdef char *_append_array(bytearray out, Py_ssize_t count, Py_ssize_t size) except NULL:
+    """Grow ``out`` by an array header of ``count`` and ``size`` bytes of elements; write
+    the header and return where the elements go."""
+    cdef Py_ssize_t used = PyByteArray_GET_SIZE(out)
+    cdef Py_ssize_t head = _put_header(NULL, 42, count)
+    cdef char *w
+    PyByteArray_Resize(out, used + head + size)
+    w = PyByteArray_AS_STRING(out) + used
+    _put_header(w, 42, count)  # '*'
+    return w + head
 
 
 cdef struct Probe:
@@ -1090,6 +1153,26 @@ cdef class PackedList(Listpack):
             off += _entry_size(self.lp + off)
         return out
 
+    def write_range(self, bytearray out, Py_ssize_t start, Py_ssize_t stop):
+        """``range(start, stop)`` as a RESP array appended to ``out``, written from the
+        entries (no element object is made)."""
+        cdef Py_ssize_t off, left, size
+        cdef char *w
+        if self.dq is not None:
+            self.dq.write_range(out, start, stop)
+            return
+        if stop > _lp_len(self.lp):
+            stop = _lp_len(self.lp)
+        if start >= stop:
+            _append_array(out, 0, 0)
+            return
+        off = self._index_offset(start)
+        left = stop - start
+        size = _put_entries(NULL, self.lp, off, self._end(), &left)
+        w = _append_array(out, stop - start, size)
+        left = stop - start
+        _put_entries(w, self.lp, off, self._end(), &left)
+
     def clear(self):
         if self.dq is not None:
             self.dq.clear()
@@ -1412,6 +1495,30 @@ cdef class QuickList:
                 off += _entry_size(node.lp + off)
             i += 1
             local = 0
+
+    def write_range(self, bytearray out, Py_ssize_t start, Py_ssize_t stop):
+        """``range(start, stop)`` as a RESP array appended to ``out``, written from the
+        nodes' entries (no element object is made)."""
+        cdef Py_ssize_t count
+        if stop > self.n:
+            stop = self.n
+        count = stop - start if start < stop else 0
+        self._walk(_append_array(out, count, self._walk(NULL, start, count)), start, count)
+
+    cdef Py_ssize_t _walk(self, char *w, Py_ssize_t start, Py_ssize_t count) except -1:
+        """``_put_entries`` over ``count`` elements from ``start``, node after node."""
+        cdef Py_ssize_t local, i, total = 0, left = count
+        cdef PackedList node
+        if count <= 0:
+            return 0
+        i = self._locate(start, &local)
+        while left > 0:
+            node = _node_at(self.nodes, i)
+            total += _put_entries(NULL if w == NULL else w + total, node.lp,
+                                  node._index_offset(local), node._end(), &left)
+            i += 1
+            local = 0
+        return total
 
     def del_range(self, Py_ssize_t start, Py_ssize_t count):
         """Removes ``count`` elements from ``start`` (0 <= start, start + count <= len):

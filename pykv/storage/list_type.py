@@ -89,6 +89,11 @@ class ListValue(Value):
         nearer end."""
         return self.items.range(start, stop + 1)
 
+    def write_slice(self, out: bytearray, start: int, stop: int) -> None:
+        """``slice(start, stop)`` as a RESP array appended to ``out`` (the same bytes in
+        RESP2 and RESP3), written from the packed entries without element objects."""
+        self.items.write_range(out, start, stop + 1)
+
     def slice_reversed(self, start: int, stop: int) -> list[bytes]:
         """Like ``slice`` but from ``stop`` down to ``start``."""
         out = self.slice(start, stop)

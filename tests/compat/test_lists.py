@@ -292,3 +292,40 @@ def test_random_sequences(diff, seed):
         diff(*cmd)
     for k in ("l1", "l2", "l3"):
         diff("LRANGE", k, "0", "-1")
+
+
+def _quicklist_elements() -> list[str]:
+    # packed integers of every width, and strings of every entry header size
+    ints = [0, 1, -1, 127, 128, -4096, 4095, 32767, -32768, 8388607, -8388608, 2**31 - 1,
+            -2**31, 2**63 - 1, -2**63]
+    strs = ["", "a", "x" * 63, "y" * 64, "z" * 4095, "w" * 4096, "007", "-0", "1.5",
+            "9223372036854775808"]
+    rng = random.Random(15)
+    return [str(rng.choice(ints)) if rng.random() < 0.5 else rng.choice(strs)
+            for _ in range(3000)]
+
+
+def test_lrange_over_quicklist_nodes_resp2_resp3_scripts_and_multi(diff, diff3):
+    """LRANGE writes a quicklist's entries straight into the reply buffer: the same bytes
+    as Redis in RESP2 and RESP3, and the same values for scripts, EXEC and CLIENT REPLY."""
+    elems = _quicklist_elements()
+    ranges = [("0", "-1"), ("0", "99"), ("-600", "-1"), ("1000", "1599"), ("2999", "5000"),
+              ("3000", "4000"), ("-5000", "0"), ("17", "17"), ("5", "2")]
+    for d in (diff, diff3):
+        for i in range(0, len(elems), 500):
+            d("RPUSH", "ql", *elems[i:i + 500])
+        d("OBJECT", "ENCODING", "ql")
+        for start, stop in ranges:
+            d("LRANGE", "ql", start, stop)
+        for resp in ("2", "3"):
+            d("EVAL", f"redis.setresp({resp}); return redis.call('LRANGE', KEYS[1], 10, 400)",
+              "1", "ql")
+        d("MULTI")
+        d("LRANGE", "ql", "0", "50")
+        d("LRANGE", "ql", "-50", "-1")
+        d("EXEC")
+        d("RPUSH", "small", "1", "a", "-7")
+        d("LRANGE", "small", "0", "-1")
+        d("LRANGE", "small", "1", "1")
+    for d in (diff, diff3):  # CLIENT REPLY SKIP drops exactly the LRANGE's reply
+        d.raw(b"CLIENT REPLY SKIP\r\nLRANGE ql 0 10\r\nPING\r\n", replies=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykv.storage._listpack import ListpackMap
+from pykv.storage._listpack import ListpackMap, PackedList, QuickList
 from pykv.storage.rdb.encoding import listpack_decode, listpack_encode
 
 # elements that exercise every listpack encoding: small/large integers of each width (and
@@ -419,3 +419,22 @@ def test_integer_entries_read_back_as_their_decimal_bytes() -> None:
     packed = PackedList(elements)
     assert list(packed) == elements and packed.blob() == listpack_encode(elements)
     assert [packed[i] for i in range(len(elements))] == elements
+
+
+def _resp_array(items: list[bytes]) -> bytes:
+    return b"*%d\r\n" % len(items) + b"".join(b"$%d\r\n%s\r\n" % (len(e), e) for e in items)
+
+
+_REPLY_ELEMENT = st.one_of(
+    st.integers(min_value=-2**63, max_value=2**63 - 1).map(lambda i: b"%d" % i),
+    st.binary(max_size=5000), st.sampled_from([b"", b"-0", b"007", b"12a"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_REPLY_ELEMENT, max_size=400), st.integers(0, 420), st.integers(0, 420))
+def test_write_range_is_the_resp_array_of_range(items: list, start: int, stop: int) -> None:
+    for cls in (PackedList, QuickList):
+        packed = cls(items)
+        out = bytearray(b"+earlier\r\n")
+        packed.write_range(out, start, stop)
+        assert bytes(out) == b"+earlier\r\n" + _resp_array(items[start:max(start, stop)])
