@@ -138,9 +138,9 @@ def test_set_random_picks_are_live_and_fair_enough():
     seen = {s.random_member() for _ in range(2000)}
     assert seen == {b"m%d" % i for i in range(900, 1000)}
     picks = s.random_distinct(10)
-    assert len(set(picks)) == 10 and set(picks) <= s.s
+    assert len(set(picks)) == 10 and set(picks) <= set(s.s)
     many = s.random_distinct(90)
-    assert len(set(many)) == 90 and set(many) <= s.s
+    assert len(set(many)) == 90 and set(many) <= set(s.s)
 
 
 def test_set_and_hash_bookkeeping_is_made_on_first_use():
