@@ -117,7 +117,8 @@ class SetValue(ScannedValue):
             if packed and len(s) > config.set_max_intset_entries:
                 self.to_hashtable()
         else:
-            s.update(dict.fromkeys(members))
+            for m in members:
+                s[m] = None
         added = len(s) - before
         if added:
             self.members_added()
