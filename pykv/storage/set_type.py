@@ -9,8 +9,9 @@ allow it: ``SetValue.build`` follows that rule.
 
 While it is an intset the members live in one packed ``IntSet`` (Redis's own intset bytes,
 which RDB/DUMP write as they are); at conversion they move to ``Members``, the keys of a
-dict (a dict of 10 keys takes 352 bytes where a ``set`` takes 728). ``s`` is either, and
-answers the same set subset (membership, len, iteration, add/remove/discard).
+dict (a dict of 10 keys takes 352 bytes where a ``set`` takes 728); past ``BIG_SET``
+members, where a set's table is the smaller, to a plain ``set``. ``s`` is any of the three,
+and answers the same set subset (membership, len, iteration, add/remove/discard).
 
 An intset is sorted, so intset-encoded sets reply in ascending numeric order, as Redis's do;
 hashtable sets reply in insertion order (Redis's is its own hash order: callers and tests
@@ -31,6 +32,9 @@ from pykv.storage._intset import IntSet
 from pykv.storage.values import ScannedValue
 
 _MEMBER_OVERHEAD = 33 + 24
+# past this many members a hashtable set's members are a ``set`` (16 bytes a slot, 2x
+# growth) rather than ``Members`` (a 24-byte entry and a 4-byte index slot)
+BIG_SET = 1 << 16
 
 
 def is_int_member(member: bytes) -> bool:
@@ -69,8 +73,10 @@ class SetValue(ScannedValue):
         if intset:
             if type(s) is not IntSet:
                 s = IntSet(s)
-        elif type(s) is not Members:
-            s = Members() if s is None else Members.fromkeys(s)
+        elif s is None:
+            s = Members()
+        elif type(s) is not Members and not (type(s) is set and len(s) > BIG_SET):
+            s = Members.fromkeys(s)
         self.s: Any = s
         self.aux = None  # random-pick snapshot (a tuple), SSCAN index, version
 
@@ -116,9 +122,13 @@ class SetValue(ScannedValue):
                 s.add(m)
             if packed and len(s) > config.set_max_intset_entries:
                 self.to_hashtable()
-        else:
+        elif type(s) is Members:
             for m in members:
                 s[m] = None
+            if len(s) > BIG_SET:
+                self.s = set(s)
+        else:
+            s.update(members)
         added = len(s) - before
         if added:
             self.members_added()
