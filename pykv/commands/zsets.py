@@ -262,7 +262,10 @@ def _zadd(c: Any, argv: list[bytes], incr: bool) -> Any:
                 if z.listpack:
                     z.check_listpack(len(member), cfg.zset_max_listpack_entries,
                                      cfg.zset_max_listpack_value)
-                z.insert(member, score)
+                    z.insert(member, score)
+                    dict_get = z.scores.get  # the insert may have converted the set
+                else:
+                    z.insert(member, score)
                 added += 1
                 processed += 1
     finally:

@@ -11,8 +11,9 @@ write for a listpack-encoded value. Every operation is O(n) over the buffer, as 
 ``ListpackMap`` reads the entries as field/value pairs in insertion order and answers the
 part of the ``dict`` protocol the hash commands use, so a small hash keeps the dict's
 interface at a fraction of its memory. ``ListpackZset`` reads them as member/score pairs in
-(score, member) order; its ``ScoresView`` and ``SortedView`` answer the subsets of ``dict``
-and ``SortedList`` the zset commands read through ``ZSet.scores`` and ``ZSet.sl``.
+(score, member) order and answers the ``dict`` subset the zset commands read through
+``ZSet.scores`` itself (no view object: a small zset is the ZSet plus this); a ``SortedView``
+made per use answers the ``SortedList`` subset read through ``ZSet.sl``.
 ``PackedList`` answers the ``deque`` subset of a small list, ``QuickList`` the same subset
 for a big one: a sequence of small listpack nodes, as Redis's quicklist.
 """
@@ -813,40 +814,15 @@ cdef class ListpackZset(Listpack):
         z._load_blob(self.blob(), _lp_len(self.lp))
         return z
 
-    def scores_view(self):
-        cdef ScoresView v = ScoresView.__new__(ScoresView)
-        v.z = self
-        return v
-
-    def sorted_view(self):
-        cdef SortedView v = SortedView.__new__(SortedView)
-        v.z = self
-        return v
-
-
-@cython.no_gc  # refers to a ListpackZset and, once forwarded, a dict of bytes -> float
-cdef class ScoresView:
-    """The member -> score ``dict`` subset the zset commands use, over a ListpackZset.
-
-    ``forward``: the set left the listpack; a view a command still holds (ZADD takes
-    ``scores.get`` before its loop) answers from the dict that took over."""
-    cdef ListpackZset z
-    cdef object fwd_scores
-
-    def forward(self, scores):
-        self.fwd_scores = scores
-
+    # -- the member -> score ``dict`` subset the zset commands read (``ZSet.scores``) ----
     def get(self, member, default=None):
         cdef Py_ssize_t off
-        cdef ListpackZset z = self.z
-        if self.fwd_scores is not None:
-            return self.fwd_scores.get(member, default)
         if type(member) is not bytes:
             return default
-        off = z._find(member)
+        off = self._find(member)
         if off < 0:
             return default
-        return _entry_score(z.lp + off + _entry_size(z.lp + off))
+        return _entry_score(self.lp + off + _entry_size(self.lp + off))
 
     def __getitem__(self, member):
         score = self.get(member)
@@ -857,61 +833,44 @@ cdef class ScoresView:
     def __contains__(self, member):
         return self.get(member) is not None
 
-    def __len__(self):
-        if self.fwd_scores is not None:
-            return len(self.fwd_scores)
-        return len(self.z)
-
     def items(self):
-        if self.fwd_scores is not None:
-            return list(self.fwd_scores.items())
-        return self.z.members_scores()
+        return self.members_scores()
 
     def keys(self):
-        return [m for m, _ in self.items()]
+        return [m for _, m in self.pairs()]
 
     def values(self):
-        return [s for _, s in self.items()]
+        return [s for s, _ in self.pairs()]
 
     def __iter__(self):
         return iter(self.keys())
 
     def __eq__(self, other):
-        if isinstance(other, (dict, ScoresView)):
+        if isinstance(other, (dict, ListpackZset)):
             return dict(self.items()) == dict(other.items())
         return NotImplemented
 
     def __repr__(self):
-        return f"ScoresView({dict(self.items())!r})"
+        return f"ListpackZset({dict(self.items())!r})"
+
+    def sorted_view(self):
+        """A ``SortedView`` over these pairs (made per use: a zset keeps none)."""
+        cdef SortedView v = SortedView.__new__(SortedView)
+        v.z = self
+        return v
 
 
-cdef list _all(SortedView v):
-    """Every (score, member) pair (a module function: a cdef method would add a vtable
-    pointer to every view)."""
-    if v.fwd_sorted is not None:
-        return list(v.fwd_sorted)
-    return v.z.pairs()
-
-
-@cython.no_gc  # refers to a ListpackZset and, once forwarded, a SortedList of tuples
+@cython.no_gc  # refers to a ListpackZset only
 cdef class SortedView:
-    """The ``SortedList`` of (score, member) subset the zset commands use, read-only
-    (``forward`` as for ScoresView)."""
+    """The ``SortedList`` of (score, member) subset the zset commands read, over a
+    ListpackZset, read-only. ``ZSet.sl`` makes one per use, so a small zset carries no view;
+    a command holding one across an insert that converts the set sees the old pairs."""
     cdef ListpackZset z
-    cdef object fwd_sorted
-
-    def forward(self, sorted_list):
-        self.fwd_sorted = sorted_list
-
 
     def __len__(self):
-        if self.fwd_sorted is not None:
-            return len(self.fwd_sorted)
         return len(self.z)
 
     def __getitem__(self, index):
-        if self.fwd_sorted is not None:
-            return self.fwd_sorted[index]
         if isinstance(index, slice):
             return self.z.pairs()[index]
         cdef Py_ssize_t i = index, n = len(self.z)
@@ -922,42 +881,38 @@ cdef class SortedView:
         return self.z.pairs(i, i + 1)[0]
 
     def __iter__(self):
-        return iter(_all(self))
+        return iter(self.z.pairs())
 
     def __reversed__(self):
-        return reversed(_all(self))
+        return reversed(self.z.pairs())
 
     def islice(self, start=None, stop=None, reverse=False):
-        out = _all(self)[start:stop]
+        out = self.z.pairs()[start:stop]
         if reverse:
             out.reverse()
         return iter(out)
 
     def bisect_left(self, key):
-        if self.fwd_sorted is not None:
-            return self.fwd_sorted.bisect_left(key)
         return self.z.bisect(key)
 
     def bisect_right(self, key):
-        if self.fwd_sorted is not None:
-            return self.fwd_sorted.bisect_right(key)
         return self.z.bisect(key, True)
 
     @property
     def _lists(self):
         """SortedList's sublists, for code that peeks at them: one (a copy)."""
-        return [_all(self)]
+        return [self.z.pairs()]
 
     def __eq__(self, other):
         if isinstance(other, SortedView):
-            return _all(self) == _all(<SortedView>other)
+            return self.z.pairs() == (<SortedView>other).z.pairs()
         try:
-            return _all(self) == list(other)
+            return self.z.pairs() == list(other)
         except TypeError:
             return NotImplemented
 
     def __repr__(self):
-        return f"SortedView({_all(self)!r})"
+        return f"SortedView({self.z.pairs()!r})"
 
 
 # -- lists -------------------------------------------------------------------------------------

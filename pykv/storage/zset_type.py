@@ -7,8 +7,8 @@ are O(log n) bisections. Tuples compare in C, which keeps ZADD and ZRANGEBYSCORE
 
 While the encoding is ``listpack`` the pairs live in one packed buffer instead
 (``ListpackZset``: Redis's own listpack bytes, member then score text, in (score, member)
-order), and ``scores``/``sl`` are read-only views over it answering the dict/SortedList
-subsets the commands read; writes go through ``insert``/``update``/``remove``. ``listpack``
+order), which is ``scores`` itself (it answers the dict subset the commands read); ``sl`` is
+then a read-only view made per use; writes go through ``insert``/``update``/``remove``. ``listpack``
 flips to False (the pairs move to the dict and sorted list) when an insert crosses
 ``zset-max-listpack-entries``/``-value`` and never flips back, except for the store commands
 that rebuild a destination (``convert_if_small``), as Redis 7.0 does.
@@ -38,36 +38,49 @@ class ZSet(Value):
     """A sorted set: member -> score dict plus a sorted list of (score, member), or one
     packed listpack (``packed``) while small."""
 
-    __slots__ = ("scores", "sl", "listpack", "packed")
+    # two slots (the 48-byte allocation class): ``scores`` is the dict, or while the
+    # encoding is listpack the ListpackZset itself (it answers the dict subset); ``_sl`` is
+    # the SortedList, None while packed
+    __slots__ = ("scores", "_sl")
     type_name = b"zset"
 
     def __init__(self, listpack: bool = True, packed: ListpackZset | None = None) -> None:
-        self.listpack = listpack
         if listpack:
-            self._use_packed(packed if packed is not None else ListpackZset())
+            self.scores: Any = packed if packed is not None else ListpackZset()
+            self._sl: Any = None
         else:
-            self.packed = None
-            self.scores: Any = {}
-            self.sl: Any = SortedList()
+            self.scores = {}
+            self._sl = SortedList()
 
-    def _use_packed(self, packed: ListpackZset) -> None:
-        self.packed = packed
-        self.scores = packed.scores_view()
-        self.sl = packed.sorted_view()
+    @property
+    def listpack(self) -> bool:
+        """True while the encoding is listpack."""
+        return self._sl is None
+
+    @property
+    def packed(self) -> ListpackZset | None:
+        """The listpack holding the pairs, or None once the set left it."""
+        return self.scores if self._sl is None else None
+
+    @property
+    def sl(self) -> Any:
+        """The SortedList of (score, member), or while packed a read-only view over the
+        listpack (made per use)."""
+        sl = self._sl
+        return self.scores.sorted_view() if sl is None else sl
 
     def encoding(self, config: Any) -> bytes:
-        return b"listpack" if self.listpack else b"skiplist"
+        return b"listpack" if self._sl is None else b"skiplist"
 
     def __len__(self) -> int:
         return len(self.scores)
 
     def copy(self) -> ZSet:
-        if self.packed is not None:
-            return ZSet(True, self.packed.copy())
+        if self._sl is None:
+            return ZSet(True, self.scores.copy())
         z = ZSet(False)
-        z.listpack = self.listpack
         z.scores = dict(self.scores)
-        z.sl = SortedList(self.sl)
+        z._sl = SortedList(self._sl)
         return z
 
     def memory_usage(self) -> int:
@@ -75,17 +88,13 @@ class ZSet(Value):
 
     # -- encoding ------------------------------------------------------------------------
     def to_skiplist(self) -> None:
-        """``zsetConvert``: the pairs move to the dict and sorted list, for good."""
-        packed = self.packed
-        if packed is not None:
-            pairs = packed.pairs()
-            views = self.scores, self.sl
-            self.packed = None
+        """``zsetConvert``: the pairs move to the dict and sorted list, for good. A
+        ``scores.get`` or ``sl`` a command took before stays on the old listpack: take them
+        again after an insert (ZADD does)."""
+        if self._sl is None:
+            pairs = self.scores.pairs()
             self.scores = {member: score for score, member in pairs}
-            self.sl = SortedList(pairs)
-            views[0].forward(self.scores)  # views a command still holds follow
-            views[1].forward(self.sl)
-        self.listpack = False
+            self._sl = SortedList(pairs)
 
     # -- updates -------------------------------------------------------------------------
     def insert(self, member: bytes, score: float) -> None:
@@ -93,44 +102,40 @@ class ZSet(Value):
 
         A listpack keeps scores as text where ``-0`` reads back as ``0``; so do we.
         """
-        if score == 0.0 and self.listpack:
-            score = 0.0
-        packed = self.packed
-        if packed is not None:
+        if self._sl is None:
+            if score == 0.0:
+                score = 0.0
             try:
-                packed.insert(member, score, score_text(score))
+                self.scores.insert(member, score, score_text(score))
                 return
             except ListpackFull:  # lpSafeToAdd: past 1 GB the set converts first
                 self.to_skiplist()
         self.scores[member] = score
-        self.sl.add((score, member))
+        self._sl.add((score, member))
 
     def update(self, member: bytes, old: float, new: float) -> None:
-        if new == 0.0 and self.listpack:
-            new = 0.0
-        packed = self.packed
-        if packed is not None:  # zsetAdd's listpack path: delete, then insert again
-            packed.delete(member)
+        sl = self._sl
+        if sl is None:  # zsetAdd's listpack path: delete, then insert again
+            self.scores.delete(member)
             self.insert(member, new)
             return
         self.scores[member] = new
-        sl = self.sl
         sl.remove((old, member))
         sl.add((new, member))
 
     def remove(self, member: bytes) -> bool:
-        packed = self.packed
-        if packed is not None:
-            return packed.delete(member)
+        sl = self._sl
+        if sl is None:
+            return self.scores.delete(member)
         score = self.scores.pop(member, None)
         if score is None:
             return False
-        self.sl.remove((score, member))
+        sl.remove((score, member))
         return True
 
     def check_listpack(self, member_len: int, max_entries: int, max_value: int) -> None:
         """Before inserting one new member: leave listpack if it would cross a limit."""
-        if self.listpack and (len(self.scores) + 1 > max_entries or member_len > max_value):
+        if self._sl is None and (len(self.scores) + 1 > max_entries or member_len > max_value):
             self.to_skiplist()
 
     def convert_if_small(self, max_entries: int, max_value: int) -> None:
@@ -139,27 +144,26 @@ class ZSet(Value):
             len(m) <= max_value for m in self.scores)
         if not small:
             self.to_skiplist()
-        elif self.packed is None:
+        elif self._sl is not None:
             packed = ListpackZset()
             # in order already; a listpack keeps scores as text, where -0 reads back as 0
             # (and -0 == 0 sorts with the zeros, so the order holds)
             try:
                 packed.extend_sorted([(member, score_text(0.0 if score == 0.0 else score))
-                                      for score, member in self.sl])
+                                      for score, member in self._sl])
             except ListpackFull:  # past 1 GB: stays a skiplist (zsetTypeCreate's rule)
-                self.listpack = False
                 return
-            self.listpack = True
-            self._use_packed(packed)
+            self.scores = packed
+            self._sl = None
 
     def remove_index_range(self, lo: int, hi: int) -> int:
         """Remove the elements at sorted positions [lo, hi); returns how many."""
         if hi <= lo:
             return 0
-        if self.packed is not None:
-            self.packed.remove_range(lo, hi)
+        sl = self._sl
+        if sl is None:
+            self.scores.remove_range(lo, hi)
             return hi - lo
-        sl = self.sl
         scores = self.scores
         for _, member in sl.islice(lo, hi):
             del scores[member]
@@ -168,42 +172,45 @@ class ZSet(Value):
 
     # -- queries -------------------------------------------------------------------------
     def rank(self, member: bytes) -> int | None:
-        if self.packed is not None:
-            return self.packed.rank(member)
+        sl = self._sl
+        if sl is None:
+            return self.scores.rank(member)
         score = self.scores.get(member)
         if score is None:
             return None
-        return self.sl.bisect_left((score, member))
+        return sl.bisect_left((score, member))
 
     def score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Sorted positions [lo, hi) of the elements whose score is inside ``rng``."""
         if rng.empty:
             return 0, 0
-        sl = self.sl
-        if self.packed is not None:
-            bisect = self.packed.bisect
+        sl = self._sl
+        n = len(self.scores)
+        if sl is None:
+            bisect = self.scores.bisect
         else:
             lists = sl._lists  # one sublist (small sets): bisect it directly, in C
             bisect = partial(_bisect_left, lists[0]) if len(lists) == 1 else sl.bisect_left
         mn, mx = rng.min, rng.max
         if rng.minex:
-            lo = bisect((_nextafter(mn, _INF),)) if mn != _INF else len(sl)
+            lo = bisect((_nextafter(mn, _INF),)) if mn != _INF else n
         else:
             lo = bisect((mn,))
         if rng.maxex:
             hi = bisect((mx,))
         else:
-            hi = bisect((_nextafter(mx, _INF),)) if mx != _INF else len(sl)
+            hi = bisect((_nextafter(mx, _INF),)) if mx != _INF else n
         return lo, max(lo, hi)
 
     def items(self, lo: int, hi: int) -> list[tuple[float, bytes]]:
         """The (score, member) pairs at sorted positions [lo, hi)."""
-        if self.packed is not None:
-            return self.packed.pairs(lo, max(lo, hi))
-        lists = self.sl._lists
+        sl = self._sl
+        if sl is None:
+            return self.scores.pairs(lo, max(lo, hi))
+        lists = sl._lists
         if len(lists) == 1:
             return lists[0][lo:hi]
-        return self.sl[lo:hi]
+        return sl[lo:hi]
 
     def lex_span(self, rng: LexRange) -> tuple[int, int]:
         """Sorted positions [lo, hi) of the members inside ``rng``.

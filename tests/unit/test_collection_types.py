@@ -138,9 +138,9 @@ def test_set_random_picks_are_live_and_fair_enough():
     seen = {s.random_member() for _ in range(2000)}
     assert seen == {b"m%d" % i for i in range(900, 1000)}
     picks = s.random_distinct(10)
-    assert len(set(picks)) == 10 and set(picks) <= s.s
+    assert len(set(picks)) == 10 and set(picks) <= set(s.s)
     many = s.random_distinct(90)
-    assert len(set(many)) == 90 and set(many) <= s.s
+    assert len(set(many)) == 90 and set(many) <= set(s.s)
 
 
 def test_set_and_hash_bookkeeping_is_made_on_first_use():
@@ -166,3 +166,20 @@ def test_set_and_hash_bookkeeping_is_made_on_first_use():
     assert h.version == 1 and sorted(h.keys_snapshot()) == [b"e", b"f", b"g"]
     assert h.delete(b"e") and sorted(h.keys_snapshot()) == [b"f", b"g"]
     assert h.version == 1  # removals leave a scan's version alone
+
+
+def test_hashtable_set_members_are_a_dict_then_a_set_past_big_set():
+    from pykv.storage.set_type import BIG_SET, Members
+
+    cfg = config()
+    s = SetValue()
+    assert s.add_many([b"x", b"y", b"x"], cfg) == 2
+    assert type(s.s) is Members and s.encoding(cfg) == b"hashtable"
+    assert s.remove(b"x") and not s.remove(b"x") and list(s.ordered()) == [b"y"]
+    assert type(s.copy().s) is Members and set(s.copy().s) == {b"y"}
+    assert s.add_many([b"m%d" % i for i in range(BIG_SET)], cfg) == BIG_SET
+    assert type(s.s) is set and len(s) == BIG_SET + 1 and b"m7" in s.s
+    assert s.add_many([b"m7", b"new"], cfg) == 1 and s.remove(b"new")
+    assert type(s.copy().s) is set and type(SetValue.build(s.s, cfg).s) is set
+    small = SetValue.build({b"a", b"b"}, cfg)
+    assert type(small.s) is Members and set(small.s) == {b"a", b"b"}

@@ -209,29 +209,31 @@ def test_zset_pack_matches_a_sorted_model(ops: list, probes: list) -> None:
     whole = ListpackZset()
     whole.extend_sorted([(m, score_text(s)) for s, m in ordered])
     assert whole.blob() == z.blob()
-    views = z.scores_view(), z.sorted_view()
-    assert views[0] == dict(model) and list(views[1]) == ordered
-    assert list(views[1].islice(1, 3, reverse=True)) == ordered[1:3][::-1]
-    assert views[1][0:2] == ordered[0:2] and list(reversed(views[1])) == ordered[::-1]
+    view = z.sorted_view()
+    assert z == dict(model) and dict(z.items()) == dict(model) and list(view) == ordered
+    assert sorted(z) == sorted(model) and all(m in z and z[m] == model[m] for m in model)
+    assert list(view.islice(1, 3, reverse=True)) == ordered[1:3][::-1]
+    assert view[0:2] == ordered[0:2] and list(reversed(view)) == ordered[::-1]
     if ordered:
-        assert views[1][-1] == ordered[-1]
+        assert view[-1] == ordered[-1]
 
 
-def test_zset_views_held_across_a_conversion_follow_the_new_structures() -> None:
-    """ZADD looks members up through a ``scores.get`` it took before the set converted."""
+def test_zset_small_is_two_slots_and_its_listpack() -> None:
+    """A small zset carries no view objects: ``scores`` is the listpack, ``sl`` is made per
+    use; converting moves the pairs to a dict and a SortedList."""
     from types import SimpleNamespace
 
+    from pykv.storage._listpack import ListpackZset
     from pykv.storage.zset_type import ZSet
 
     z = ZSet()
-    get = z.scores.get
-    rank_view = z.sl
+    assert type(z.scores) is ListpackZset and z.packed is z.scores and z.listpack
     z.insert(b"a", 1.0)
     z.check_listpack(1, 1, 64)  # a second member would cross zset-max-listpack-entries=1
     assert z.packed is None and z.encoding(SimpleNamespace()) == b"skiplist"
     z.insert(b"b", 2.0)
-    assert get(b"b") == 2.0 and get(b"a") == 1.0 and len(rank_view) == 2
-    assert rank_view.bisect_left((2.0,)) == 1 and list(rank_view) == [(1.0, b"a"), (2.0, b"b")]
+    assert z.scores == {b"a": 1.0, b"b": 2.0} and list(z.sl) == [(1.0, b"a"), (2.0, b"b")]
+    assert z.sl.bisect_left((2.0,)) == 1
 
 
 # -- lists ------------------------------------------------------------------------------------
