@@ -4,9 +4,7 @@ import moves every key of a standalone server of either kind into the cluster, w
 runs from the source to nodes of both kinds."""
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 import redis
@@ -21,18 +19,16 @@ from support.cluster_nodes import (
     created,
     wait_for,
 )
-from support.servers import require_redis
+from support.servers import RealRedis
 
 from pykv.cluster.keyslot import key_hash_slot
-from pykv.testing import Server, free_port
+from pykv.testing import Server
 
 
 @pytest.fixture(scope="module")
 def mixed():
     """A redis-server, a pykv and a redis-server master."""
     with created(RedisNode, PykvNode, RedisNode) as nodes:
-        for node in nodes:
-            NODES[node.port] = nodes
         yield nodes
 
 
@@ -45,16 +41,13 @@ def _slot_of(node) -> int:
     raise AssertionError("the node serves no slot")
 
 
-def _covered(node) -> bool:
-    return "[OK] All 16384 slots covered." in cli_check_output(node) and all(
-        cluster_info(n)["cluster_slots_assigned"] == "16384" for n in _nodes_of(node))
+def _covered(nodes) -> bool:
+    """``--cluster check`` (from the first node) finds every slot covered, and every node
+    has all 16384 assigned."""
+    return "[OK] All 16384 slots covered." in cli_check_output(nodes[0]) and all(
+        cluster_info(n)["cluster_slots_assigned"] == "16384" for n in nodes)
 
 
-def _nodes_of(node) -> list:
-    return NODES.get(node.port, [node])
-
-
-NODES: dict[int, list] = {}
 OPEN = "The following slots are open"
 
 
@@ -64,10 +57,10 @@ def test_fix_assigns_an_uncovered_slot(mixed):
     for node in mixed:
         with node.client() as c:
             c.execute_command("CLUSTER", "DELSLOTS", slot)
-    wait_for(lambda: not _covered(mixed[0]), 10, "the slot to be uncovered")
+    wait_for(lambda: not _covered(mixed), 10, "the slot to be uncovered")
     out = cli_fix(pykv)
     assert "Fixing slots coverage" in out
-    wait_for(lambda: _covered(mixed[0]), 20, "the slot covered again everywhere")
+    wait_for(lambda: _covered(mixed), 20, "the slot covered again everywhere")
 
 
 def test_fix_closes_an_open_slot_with_keys(mixed):
@@ -84,7 +77,7 @@ def test_fix_closes_an_open_slot_with_keys(mixed):
         p.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
     assert OPEN in cli_check_output(pykv)
     assert f"Moving slot {slot}" in cli_fix(pykv)
-    wait_for(lambda: _covered(mixed[0]) and OPEN not in cli_check_output(mixed[0]),
+    wait_for(lambda: _covered(mixed) and OPEN not in cli_check_output(mixed[0]),
              20, "the slot closed")
     assert [rc.get(k) for k in keys[:5]] == [b"v"] * 5
     with target.client() as t:  # the keys moved with the slot
@@ -108,55 +101,20 @@ def cli_check_output(node) -> str:
     return proc.stdout + proc.stderr
 
 
-class _StandaloneRedis:
-    """A plain (non-cluster) redis-server as the import source."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="import-src-")
-        self.proc = subprocess.Popen(
-            [require_redis(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--dir", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self._up, 10, "redis-server to start")
-
-    def _up(self) -> bool:
-        try:
-            with self.client() as c:
-                return c.ping()
-        except redis.ConnectionError:
-            return False
-
-    def client(self, **kwargs) -> redis.Redis:
-        return redis.Redis(port=self.port, **kwargs)
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+def _standalone_pykv() -> Server:
+    """A plain (non-cluster) pykv as the import source."""
+    server = Server()
+    server.start()
+    return server
 
 
-class _StandalonePykv:
-    """A plain pykv as the import source."""
-
-    def __init__(self) -> None:
-        self.server = Server()
-        self.server.start()
-        self.port = self.server.port
-
-    def client(self, **kwargs) -> redis.Redis:
-        return self.server.client(**kwargs)
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-@pytest.mark.parametrize("source_kind", [_StandalonePykv, _StandaloneRedis],
+@pytest.mark.parametrize("source_kind", [_standalone_pykv, RealRedis],
                          ids=["from-pykv", "from-redis"])
 def test_import_moves_every_key(mixed, source_kind):
     source = source_kind()
     prefix = source_kind.__name__
     try:
-        with source.client() as c:
+        with redis.Redis(port=source.port) as c:
             pipe = c.pipeline(transaction=False)
             for i in range(300):
                 pipe.set(f"{prefix}:s{i}", i)
@@ -175,7 +133,7 @@ def test_import_moves_every_key(mixed, source_kind):
         owners = {rc.get_node_from_key(f"{prefix}:s{i}").port for i in range(300)}
         assert {n.port for n in mixed} <= owners
         rc.close()
-        with source.client() as c:  # --cluster-copy leaves the source as it was
+        with redis.Redis(port=source.port) as c:  # --cluster-copy leaves the source as it was
             assert c.dbsize() == 303
     finally:
         source.stop()
