@@ -12,6 +12,7 @@ from pykv import errors
 from pykv.commands.args import parse_int, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply, Verbatim
+from pykv.storage.keyspace import DATASET_FIELDS
 
 
 @command("dbsize")
@@ -52,10 +53,6 @@ def flushall(c, argv):
     return OK
 
 
-_SWAPPED_SLOTS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
-                  "mem_dirty", "mem_total")
-
-
 def _int_index(arg: bytes) -> int | None:
     """A C int, as Redis's getIntFromObjectOrReply reads one; None otherwise."""
     value = to_int(arg)
@@ -81,7 +78,7 @@ def swapdb(c, argv):
         watches = getattr(server, "watches", None)
         if watches is not None:
             watches.touch_swapped(a, b)
-        for slot in _SWAPPED_SLOTS:
+        for slot in DATASET_FIELDS:
             if hasattr(a, slot):
                 va, vb = getattr(a, slot), getattr(b, slot)
                 setattr(a, slot, vb)

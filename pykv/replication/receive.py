@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from pykv.replication.handshake import LinkError, MasterConnection
+from pykv.storage.keyspace import DATASET_FIELDS
 from pykv.storage.rdb.encoding import RdbFormatError
 from pykv.storage.rdb.file import fsync_dir
 
@@ -129,14 +130,9 @@ async def receive(conn: MasterConnection, server: Any, transfer: Transfer) -> by
                 pass
 
 
-# what a database is made of: the same slots SWAPDB exchanges
-_DB_SLOTS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
-             "mem_dirty", "mem_total")
-
-
 def stash_dbs(server: Any) -> list[dict[str, Any]]:
     """``repl-diskless-load swapdb``: keep the old dataset aside until the new one loaded."""
-    return [{slot: getattr(db, slot) for slot in _DB_SLOTS} for db in server.dbs]
+    return [{slot: getattr(db, slot) for slot in DATASET_FIELDS} for db in server.dbs]
 
 
 def restore_dbs(server: Any, stash: list[dict[str, Any]]) -> None:

@@ -30,7 +30,6 @@ cdef class Database:
     cdef public bint lfu, expire_paused
     cdef public object lfu_log_factor, lfu_decay_time
     cdef public set mem_dirty
-    cdef public object mem_total
     cdef public object slot_index
     cdef dict __dict__
 

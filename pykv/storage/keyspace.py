@@ -62,7 +62,7 @@ class Database:
         "_expire_snapshot", "_expire_pos", "avg_ttl", "expired_count", "version",
         "blocking_keys", "on_key_ready", "lfu", "lfu_log_factor",
         "lfu_decay_time", "on_new_key", "expire_paused", "mem_dirty",
-        "mem_total", "slot_index", "signal_keys",
+        "slot_index", "signal_keys",
     )
 
     def __init__(self, db_id: int, clock: Clock) -> None:
@@ -102,7 +102,6 @@ class Database:
         # memory accounting (pykv.storage.memory): keys written since the last refresh and
         # the sum of the estimates at the last refresh (the table keeps one per key)
         self.mem_dirty: set[bytes] = set()
-        self.mem_total = 0
         # cluster mode, database 0: the keys per hash slot (pykv.cluster.slot_index)
         self.slot_index: Any = None
 
@@ -283,7 +282,6 @@ class Database:
         self._expire_pos = 0
         self.avg_ttl = 0
         self.mem_dirty = set()
-        self.mem_total = 0
         return n
 
     # -- expiry ------------------------------------------------------------------------
@@ -349,6 +347,11 @@ class Database:
 
 
 LFU_INIT_VAL = 5
+# what a database's dataset is made of: the fields SWAPDB exchanges between two databases
+# and a swapdb diskless load sets aside (the hooks, clock and listeners stay with the db)
+DATASET_FIELDS = ("data", "expires", "avg_ttl", "_expire_snapshot", "_expire_pos",
+                  "mem_dirty")
+
 LRU_CLOCK_MAX = (1 << 24) - 1  # Redis's 24-bit object clock, in seconds
 
 

@@ -1,8 +1,8 @@
 """Memory accounting: the estimate behind ``used_memory``, in Redis's terms.
 
-Each database keeps a running total of per-key estimates (``Database.mem_total``, with the
-figure behind it per key in the key's entry of ``Database.data``, the key table, which
-keeps their sum and drops a key's figure with the key). Writes only note the key in
+Each database keeps a running total of per-key estimates (the key table ``Database.data``
+keeps each key's figure in its entry, their sum in ``mem_total``, and drops a key's figure
+with the key). Writes only note the key in
 ``Database.mem_dirty`` (one set insertion on the hot path); ``refresh(db)`` re-estimates the
 noted keys and adjusts the total, and runs before every command while ``maxmemory`` is on,
 from the cron, and when INFO/MEMORY asks. A key's estimate is what Redis would allocate for
@@ -148,8 +148,7 @@ def refresh(db: Any) -> int:
             value = data.get(key)
             if value is not None:
                 data.set_mem(key, key_usage(db, key, value))
-    db.mem_total = db.data.mem_total
-    return db.mem_total
+    return db.data.mem_total
 
 
 def db_overhead(db: Any) -> tuple[int, int]:
