@@ -18,6 +18,8 @@ from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from cpython.list cimport PyList_GET_SIZE
 from libc.string cimport memchr, memcmp
 
+from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
+
 DEF INLINE_MAX_SIZE = 65536
 
 
@@ -81,21 +83,9 @@ cpdef object string2ll(object data):
 
 cpdef bytes ll2bytes(long long value):
     """``b"%d" % value`` without the formatting machinery (Redis's ll2string)."""
-    cdef char buf[24]
-    cdef int i = 24
-    cdef unsigned long long u = <unsigned long long>value
-    if value < 0:
-        u = 0 - u
-    while True:
-        i -= 1
-        buf[i] = <char>(48 + u % 10)
-        u //= 10
-        if u == 0:
-            break
-    if value < 0:
-        i -= 1
-        buf[i] = b'-'
-    return PyBytes_FromStringAndSize(buf + i, 24 - i)
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t n = ll_digits(buf, value)
+    return PyBytes_FromStringAndSize(buf + LL_DIGITS_SIZE - n, n)
 
 
 cdef Py_ssize_t find_cr(const char *p, Py_ssize_t start, Py_ssize_t end) noexcept:

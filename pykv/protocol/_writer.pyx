@@ -29,6 +29,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.math cimport isinf, isnan
 from libc.string cimport memcpy
 
+from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
+
 from pykv.protocol.types import (
     NULL_ARRAY,
     BigNumber,
@@ -73,41 +75,23 @@ cdef inline char *_grow(bytearray out, Py_ssize_t n) except NULL:
     return PyByteArray_AS_STRING(out) + old
 
 
-cdef inline Py_ssize_t _digits(char *buf, long long value) noexcept:
-    """Write ``value`` in decimal at the end of a 24-byte ``buf``; return its length."""
-    cdef unsigned long long v = <unsigned long long>(-value) if value < 0 else \
-        <unsigned long long>value
-    cdef char *p = buf + 24
-    if v == 0:
-        p -= 1
-        p[0] = b'0'
-    while v:
-        p -= 1
-        p[0] = <char>(48 + v % 10)
-        v //= 10
-    if value < 0:
-        p -= 1
-        p[0] = b'-'
-    return buf + 24 - p
-
-
 cdef inline void _header(bytearray out, char prefix, long long n) except *:
     """``<prefix><n>\\r\\n`` (array, map, set, integer and bulk headers)."""
-    cdef char buf[24]
-    cdef Py_ssize_t k = _digits(buf, n)
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t k = ll_digits(buf, n)
     cdef char *dst = _grow(out, k + 3)
     dst[0] = prefix
-    memcpy(dst + 1, buf + 24 - k, k)
+    memcpy(dst + 1, buf + LL_DIGITS_SIZE - k, k)
     dst[k + 1] = b'\r'
     dst[k + 2] = b'\n'
 
 
 cdef inline void _bulk_ptr(bytearray out, const char *data, Py_ssize_t n) except *:
-    cdef char buf[24]
-    cdef Py_ssize_t k = _digits(buf, n)
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t k = ll_digits(buf, n)
     cdef char *dst = _grow(out, k + n + 5)
     dst[0] = b'$'
-    memcpy(dst + 1, buf + 24 - k, k)
+    memcpy(dst + 1, buf + LL_DIGITS_SIZE - k, k)
     dst[k + 1] = b'\r'
     dst[k + 2] = b'\n'
     memcpy(dst + k + 3, data, n)

@@ -34,9 +34,11 @@ import weakref
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
+from libc.limits cimport LLONG_MIN
 from libc.stdio cimport snprintf
 from libc.string cimport memcpy
 
+from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 from pykv.protocol.types import RawReply, SimpleString
 
 from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
@@ -275,37 +277,19 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     return result
 
 
-cdef int _decimal(char *buf, unsigned long long n, bint negative) noexcept nogil:
-    """``n`` in decimal (``-`` first when ``negative``) at ``buf``; its length. (snprintf
-    costs more than the rest of the framing.)"""
-    cdef char tmp[24]
-    cdef int i = 0, k = 0
-    while True:
-        tmp[i] = <char>(48 + n % 10)
-        n //= 10
-        i += 1
-        if n == 0:
-            break
-    if negative:
-        buf[0] = 45
-        k = 1
-    while i > 0:
-        i -= 1
-        buf[k] = tmp[i]
-        k += 1
-    return k
-
-
 cdef bytes _framed(char prefix, const char *s, size_t size, bint bulk, bint clean):
     """``$<n>\\r\\n<s>\\r\\n`` (bulk) or ``<prefix><s>\\r\\n`` (a status or
     an integer; ``clean``: CR and LF become spaces, as the prelude's ``clean``)."""
     cdef char head[32]
-    cdef int hlen = 1
+    cdef char digits[LL_DIGITS_SIZE]
+    cdef Py_ssize_t hlen = 1, k
     cdef size_t i
     cdef char *p
     if bulk:
         head[0] = 36  # '$'
-        hlen = 1 + _decimal(head + 1, size, False)
+        k = ll_digits(digits, <long long>size)
+        memcpy(head + 1, digits + LL_DIGITS_SIZE - k, k)
+        hlen = 1 + k
         head[hlen] = 13
         head[hlen + 1] = 10
         hlen += 2
@@ -331,22 +315,19 @@ cdef object _simple_result(lua_State *L, int idx):
     cdef const char *s
     cdef double d
     cdef long long v
-    cdef char num[32]
-    cdef int nlen
+    cdef char num[LL_DIGITS_SIZE]
+    cdef Py_ssize_t nlen
     if t == LUA_TSTRING:
         s = lua.tolstring(L, idx, &size)
         return _framed(0, s, size, True, False)
     if t == LUA_TNUMBER:  # the prelude's to_integer: truncated, out of range as INT64_MIN
         d = lua.tonumber(L, idx)
         if d != d or d >= 9223372036854775807.0 or d < -9223372036854775808.0:
-            nlen = _decimal(num, 9223372036854775808ULL, True)
+            v = LLONG_MIN
         else:
             v = <long long>d
-            if v < 0:
-                nlen = _decimal(num, 0ULL - <unsigned long long>v, True)
-            else:
-                nlen = _decimal(num, <unsigned long long>v, False)
-        return _framed(58, num, <size_t>nlen, False, False)  # ':'
+        nlen = ll_digits(num, v)
+        return _framed(58, num + LL_DIGITS_SIZE - nlen, <size_t>nlen, False, False)  # ':'
     if t != LUA_TTABLE:
         return None
     lua.pushlstring(L, "err", 3)

@@ -30,6 +30,7 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport strtod
 from libc.string cimport memcmp, memcpy, memmove
 
+from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 from pykv.protocol._parser cimport parse_ll
 
 DEF HEADER = 6
@@ -175,28 +176,11 @@ cdef inline const unsigned char *_str_data(const unsigned char *p, Py_ssize_t *n
     return p + 5
 
 
-@cython.cdivision(True)
-cdef inline Py_ssize_t _ll_text(int64_t v, char *buf) noexcept:
-    """``v`` in decimal at the end of ``buf`` (20 bytes); returns where the text starts."""
-    cdef Py_ssize_t pos = 20
-    cdef uint64_t u = (<uint64_t>(-(v + 1))) + 1 if v < 0 else <uint64_t>v
-    while True:
-        pos -= 1
-        buf[pos] = <char>(48 + u % 10)
-        u = u / 10
-        if u == 0:
-            break
-    if v < 0:
-        pos -= 1
-        buf[pos] = 45  # '-'
-    return pos
-
-
 cdef bytes _int_bytes(int64_t v):
     """``v`` in decimal, written straight into the bytes (no Python int or formatting)."""
-    cdef char buf[20]
-    cdef Py_ssize_t pos = _ll_text(v, buf)
-    return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t n = ll_digits(buf, v)
+    return PyBytes_FromStringAndSize(buf + LL_DIGITS_SIZE - n, n)
 
 
 cdef inline bytes _entry_bytes(const unsigned char *p):
@@ -211,11 +195,11 @@ cdef inline bytes _entry_bytes(const unsigned char *p):
 # -- RESP replies written straight from the entries (LRANGE) ---------------------------------
 cdef inline Py_ssize_t _put_header(char *w, char kind, Py_ssize_t n) noexcept:
     """``<kind><n>\\r\\n`` at ``w`` (NULL: only measured); returns its size."""
-    cdef char buf[20]
-    cdef Py_ssize_t pos = _ll_text(n, buf), size = 23 - pos
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t k = ll_digits(buf, n), size = k + 3
     if w != NULL:
         w[0] = kind
-        memcpy(w + 1, buf + pos, 20 - pos)
+        memcpy(w + 1, buf + LL_DIGITS_SIZE - k, k)
         w[size - 2] = 13
         w[size - 1] = 10
     return size
@@ -226,16 +210,15 @@ cdef Py_ssize_t _put_entries(char *w, const unsigned char *lp, Py_ssize_t off, P
     """The entries from ``off`` (until ``end``, or until ``left`` of them are done) as RESP
     bulk strings at ``w``, integers in decimal; with ``w`` NULL only measured. Returns the
     size."""
-    cdef char buf[20]
+    cdef char buf[LL_DIGITS_SIZE]
     cdef const unsigned char *p
     cdef const char *data
-    cdef Py_ssize_t n, pos, k, total = 0
+    cdef Py_ssize_t n, k, total = 0
     while off < end and left[0] > 0:
         p = lp + off
         if _is_int_entry(p):
-            pos = _ll_text(_int_value(p), buf)
-            data = buf + pos
-            n = 20 - pos
+            n = ll_digits(buf, _int_value(p))
+            data = buf + LL_DIGITS_SIZE - n
         else:
             data = <const char *>_str_data(p, &n)
         if w == NULL:
