@@ -37,8 +37,7 @@ cdef inline bint _member_value(bytes member, int64_t *v) noexcept:
     return True
 
 
-# the width and the count live in the buffer's header only: no fields for them keeps an
-# IntSet object in the 32-byte allocation class
+# the width and the count live in the buffer's header only (no fields for them)
 cdef inline int _enc(const unsigned char *buf) noexcept:
     cdef uint32_t w
     memcpy(&w, buf, 4)  # x86-64 and every other target here: little-endian
@@ -86,59 +85,29 @@ cdef inline void _put(unsigned char *buf, int width, Py_ssize_t i, int64_t v) no
         memcpy(p + 8 * i, &v, 8)
 
 
+DEF INLINE = 32  # bytes of buffer kept inside the object: 16 + 32 = the 48-byte class
+
+
 cdef class IntSet:
-    """Canonical-integer ``bytes`` members in one Redis-layout intset buffer."""
-    cdef unsigned char *buf
+    """Canonical-integer ``bytes`` members in one Redis-layout intset buffer.
+
+    The buffer lives inside the object while it fits in ``INLINE`` bytes (up to 12 16-bit,
+    6 32-bit or 3 64-bit members: one 48-byte allocation for the object and its members);
+    a larger one is malloc'd, and the inline area then holds a width of 0 and, at offset 8,
+    the pointer to it."""
+    cdef unsigned char area[INLINE]
 
     def __cinit__(self):
-        self.buf = <unsigned char *>PyMem_Malloc(HEADER)
-        if self.buf == NULL:
-            raise MemoryError()
-        _set_header(self.buf, 2, 0)
+        _set_header(self.area, 2, 0)
 
     def __dealloc__(self):
-        PyMem_Free(self.buf)
+        if _enc(self.area) == 0:
+            PyMem_Free(_buf(self))
 
     def __init__(self, members=None):
         if members is not None:
             for m in members:
                 self.add(m)
-
-    cdef Py_ssize_t _search(self, int64_t v, bint *found) noexcept:
-        """Position of ``v`` (found) or where it would go."""
-        cdef const unsigned char *buf = self.buf
-        cdef int width = _enc(buf)
-        cdef Py_ssize_t lo = 0, hi = _len(buf), mid
-        cdef int64_t cur
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            cur = _get(buf, width, mid)
-            if cur < v:
-                lo = mid + 1
-            elif cur > v:
-                hi = mid
-            else:
-                found[0] = True
-                return mid
-        found[0] = False
-        return lo
-
-    cdef int _resize(self, Py_ssize_t count, int width) except -1:
-        cdef unsigned char *p = <unsigned char *>PyMem_Realloc(self.buf, HEADER + count * width)
-        if p == NULL:
-            raise MemoryError()
-        self.buf = p
-        return 0
-
-    cdef int _upgrade(self, int width) except -1:
-        """Widens every member to ``width`` bytes (from the end, in place)."""
-        cdef int old = _enc(self.buf)
-        cdef Py_ssize_t i, n = _len(self.buf)
-        self._resize(n, width)
-        for i in range(n - 1, -1, -1):
-            _put(self.buf, width, i, _get(self.buf, old, i))
-        _set_header(self.buf, width, n)
-        return 0
 
     def add(self, bytes member not None):
         """Adds an integer member; True if it was new. ValueError for a non-integer."""
@@ -146,21 +115,23 @@ cdef class IntSet:
         cdef bint found
         cdef Py_ssize_t pos, n
         cdef int width
+        cdef unsigned char *buf
         if not _member_value(member, &v):
             raise ValueError("not an intset member")
         width = _width_for(v)
-        if width > _enc(self.buf):
-            self._upgrade(width)
-        pos = self._search(v, &found)
+        if width > _enc(_buf(self)):
+            _upgrade(self, width)
+        pos = _search(self, v, &found)
         if found:
             return False
-        width = _enc(self.buf)
-        n = _len(self.buf)
-        self._resize(n + 1, width)
-        memmove(self.buf + HEADER + (pos + 1) * width, self.buf + HEADER + pos * width,
-                (n - pos) * width)
-        _put(self.buf, width, pos, v)
-        _set_header(self.buf, width, n + 1)
+        buf = _buf(self)
+        width = _enc(buf)
+        n = _len(buf)
+        _resize(self, n + 1, width)
+        buf = _buf(self)
+        memmove(buf + HEADER + (pos + 1) * width, buf + HEADER + pos * width, (n - pos) * width)
+        _put(buf, width, pos, v)
+        _set_header(buf, width, n + 1)
         return True
 
     def discard(self, bytes member not None):
@@ -168,17 +139,18 @@ cdef class IntSet:
         cdef int64_t v
         cdef bint found
         cdef Py_ssize_t pos, n
-        cdef int width = _enc(self.buf)
+        cdef unsigned char *buf = _buf(self)
+        cdef int width = _enc(buf)
         if not _member_value(member, &v) or _width_for(v) > width:
             return False
-        pos = self._search(v, &found)
+        pos = _search(self, v, &found)
         if not found:
             return False
-        n = _len(self.buf)
-        memmove(self.buf + HEADER + pos * width, self.buf + HEADER + (pos + 1) * width,
+        n = _len(buf)
+        memmove(buf + HEADER + pos * width, buf + HEADER + (pos + 1) * width,
                 (n - pos - 1) * width)
-        self._resize(n - 1, width)
-        _set_header(self.buf, width, n - 1)
+        _resize(self, n - 1, width)
+        _set_header(_buf(self), width, n - 1)
         return True
 
     def remove(self, bytes member not None):
@@ -189,36 +161,37 @@ cdef class IntSet:
         cdef int64_t v
         cdef bint found
         if type(member) is not bytes or not _member_value(member, &v) \
-                or _width_for(v) > _enc(self.buf):
+                or _width_for(v) > _enc(_buf(self)):
             return False
-        self._search(v, &found)
+        _search(self, v, &found)
         return found
 
     def __len__(self):
-        return _len(self.buf)
+        return _len(_buf(self))
 
     def at(self, Py_ssize_t i):
         """The member at sorted position ``i`` (random picks)."""
-        if not 0 <= i < _len(self.buf):
+        if not 0 <= i < _len(_buf(self)):
             raise IndexError("intset index out of range")
-        return b"%d" % _get(self.buf, _enc(self.buf), i)
+        return b"%d" % _get(_buf(self), _enc(_buf(self)), i)
 
     def tolist(self):
         """Every member, ascending."""
         cdef Py_ssize_t i
-        cdef int width = _enc(self.buf)
-        return [b"%d" % _get(self.buf, width, i) for i in range(_len(self.buf))]
+        cdef const unsigned char *buf = _buf(self)
+        cdef int width = _enc(buf)
+        return [b"%d" % _get(buf, width, i) for i in range(_len(buf))]
 
     def __iter__(self):
         return iter(self.tolist())
 
     def nbytes(self):
-        return HEADER + _len(self.buf) * _enc(self.buf)
+        return HEADER + _len(_buf(self)) * _enc(_buf(self))
 
     def blob(self):
         """The buffer as ``bytes``: what RDB and DUMP store for an intset."""
-        return PyBytes_FromStringAndSize(<const char *>self.buf,
-                                         HEADER + _len(self.buf) * _enc(self.buf))
+        return PyBytes_FromStringAndSize(<const char *>_buf(self),
+                                         HEADER + _len(_buf(self)) * _enc(_buf(self)))
 
     @staticmethod
     def from_blob(bytes blob not None):
@@ -231,8 +204,8 @@ cdef class IntSet:
         memcpy(&c, PyBytes_AS_STRING(blob) + 4, 4)
         if (w != 2 and w != 4 and w != 8) or PyBytes_GET_SIZE(blob) != HEADER + <Py_ssize_t>c * w:
             raise ValueError("not an intset")
-        s._resize(c, w)
-        memcpy(s.buf, PyBytes_AS_STRING(blob), HEADER + c * w)  # the header with it
+        _resize(s, c, w)
+        memcpy(_buf(s), PyBytes_AS_STRING(blob), HEADER + c * w)  # the header with it
         return s
 
     def copy(self):
@@ -246,7 +219,78 @@ cdef class IntSet:
         return NotImplemented
 
     def __sizeof__(self):
+        if _enc(self.area) != 0:
+            return object.__sizeof__(self)
         return object.__sizeof__(self) + self.nbytes()
 
     def __repr__(self):
         return f"IntSet({self.tolist()!r})"
+
+
+cdef inline unsigned char *_buf(IntSet self) noexcept:
+    """The Redis-layout buffer: the inline area or the malloc'd block."""
+    cdef unsigned char *p
+    if _enc(self.area) != 0:
+        return self.area
+    memcpy(&p, self.area + 8, sizeof(p))
+    return p
+
+
+cdef int _resize(IntSet self, Py_ssize_t count, int width) except -1:
+    """Room for ``count`` members of ``width`` bytes (the header is the caller's to
+    set); the contents up to the new size are kept, moving between the inline area and
+    a malloc'd block as the size crosses ``INLINE``."""
+    cdef Py_ssize_t need = HEADER + count * width
+    cdef bint inline = _enc(self.area) != 0
+    cdef unsigned char *p
+    if need <= INLINE:
+        if not inline:
+            p = _buf(self)
+            memcpy(self.area, p, need)
+            PyMem_Free(p)
+        return 0
+    if inline:
+        p = <unsigned char *>PyMem_Malloc(need)
+        if p == NULL:
+            raise MemoryError()
+        memcpy(p, self.area, INLINE)
+    else:
+        p = <unsigned char *>PyMem_Realloc(_buf(self), need)
+        if p == NULL:
+            raise MemoryError()
+    _set_header(self.area, 0, 0)
+    memcpy(self.area + 8, &p, sizeof(p))
+    return 0
+
+
+cdef Py_ssize_t _search(IntSet self, int64_t v, bint *found) noexcept:
+    """Position of ``v`` (found) or where it would go."""
+    cdef const unsigned char *buf = _buf(self)
+    cdef int width = _enc(buf)
+    cdef Py_ssize_t lo = 0, hi = _len(buf), mid
+    cdef int64_t cur
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        cur = _get(buf, width, mid)
+        if cur < v:
+            lo = mid + 1
+        elif cur > v:
+            hi = mid
+        else:
+            found[0] = True
+            return mid
+    found[0] = False
+    return lo
+
+
+cdef int _upgrade(IntSet self, int width) except -1:
+    """Widens every member to ``width`` bytes (from the end, in place)."""
+    cdef unsigned char *buf = _buf(self)
+    cdef int old = _enc(buf)
+    cdef Py_ssize_t i, n = _len(buf)
+    _resize(self, n, width)
+    buf = _buf(self)
+    for i in range(n - 1, -1, -1):
+        _put(buf, width, i, _get(buf, old, i))
+    _set_header(buf, width, n)
+    return 0

@@ -67,3 +67,32 @@ def test_only_canonical_integers_are_members() -> None:
     with pytest.raises(KeyError):
         s.remove(b"7")
     assert 5 not in s  # only bytes members
+
+
+@pytest.mark.parametrize("width, fits", [(2, 12), (4, 6), (8, 3)])
+def test_buffer_moves_between_the_object_and_the_heap(width: int, fits: int) -> None:
+    """Up to 32 buffer bytes live inside the 48-byte object; one member more moves the
+    buffer to the heap, removing it moves it back; contents and width survive both moves."""
+    base = {2: 1, 4: 1 << 20, 8: 1 << 40}[width]
+    members = [b"%d" % (base * (i + 1)) for i in range(fits + 1)]
+    s = IntSet(members[:fits])
+    inline_size = s.__sizeof__()
+    assert s.nbytes() == 8 + fits * width <= 32
+    s.add(members[fits])
+    assert s.__sizeof__() == inline_size + s.nbytes()  # the heap block counts
+    assert s.tolist() == members and s.blob()[:4] == struct.pack("<I", width)
+    assert s.discard(members[0])
+    assert s.__sizeof__() == inline_size and s.tolist() == members[1:]
+    for m in members[1:]:
+        assert s.discard(m)
+    assert len(s) == 0 and s.blob() == struct.pack("<II", width, 0)  # width kept, as Redis
+
+
+def test_upgrade_across_the_inline_boundary() -> None:
+    """10 16-bit members fit inline (28 bytes); one int64 upgrades all to 8 bytes on the heap."""
+    s = IntSet([b"%d" % i for i in range(-5, 5)])
+    s.add(b"%d" % (-(1 << 63)))
+    s.add(b"%d" % ((1 << 63) - 1))
+    assert s.nbytes() == 8 + 12 * 8
+    assert s.tolist() == [b"%d" % v for v in [-(1 << 63), *range(-5, 5), (1 << 63) - 1]]
+    assert IntSet.from_blob(s.blob()).tolist() == s.tolist()
