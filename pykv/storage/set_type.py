@@ -27,6 +27,8 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import cython
+
 from pykv.protocol._parser import string2ll as to_int
 from pykv.storage._intset import IntSet
 from pykv.storage.values import ScannedValue
@@ -61,11 +63,21 @@ class Members(dict):
         return Members(self)
 
 
-class SetValue(ScannedValue):
-    """A Redis set."""
+@cython.no_gc
+@cython.cclass
+class SetValue:
+    """A Redis set (a ``ScannedValue`` in all but its base class).
 
-    __slots__ = ("s",)  # and ``aux``: 2 slots, the 48-byte allocation class
+    Compiled it is an extension type without a GC header (it can hold no reference cycle:
+    ``s`` holds ``bytes`` members, ``aux`` snapshots of them): 16 bytes and two fields, the
+    32-byte allocation class, where a ``ScannedValue`` subclass takes 48."""
+
+    s = cython.declare(object, visibility="public")
+    aux = cython.declare(object, visibility="public")
     type_name = b"set"
+    bookkeeping = ScannedValue.bookkeeping
+    version = ScannedValue.version
+    scan_index = ScannedValue.scan_index
 
     def __init__(self, s: Any = None, intset: bool = True) -> None:
         """``s``: members (a ``Members`` is taken as it is), or an ``IntSet`` (taken as it
@@ -77,7 +89,7 @@ class SetValue(ScannedValue):
             s = Members()
         elif type(s) is not Members and not (type(s) is set and len(s) > BIG_SET):
             s = Members.fromkeys(s)
-        self.s: Any = s
+        self.s = s
         self.aux = None  # random-pick snapshot (a tuple), SSCAN index, version
 
     @classmethod
