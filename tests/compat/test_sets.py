@@ -264,3 +264,26 @@ def test_absurd_negative_counts_do_not_hurt_the_server(raw):
     assert raw.call("SRANDMEMBER", "s", "-9223372036854775807").startswith(b"-ERR")
     assert raw.call("SRANDMEMBER", "s", "-3").startswith(b"*3\r\n")
     assert raw.call("PING") == b"+PONG\r\n"
+
+
+@pytest.mark.parametrize("values", [
+    [str(i) for i in range(-6, 7)],  # 16-bit: 12 members fit inside the IntSet object
+    [str(i * 100000) for i in range(-3, 4)],  # 32-bit: 6 fit
+    [str(v) for v in (-(1 << 63), -(1 << 40), 0, 1 << 40, (1 << 63) - 1)],  # 64-bit: 3 fit
+])
+def test_intsets_across_the_inline_boundary(diff, values):
+    """Growing one member at a time past the inline buffer and removing back to empty:
+    replies, the intset's DUMP bytes (Redis's width and layout) and digests as Redis's."""
+    for i, v in enumerate(values):
+        diff("SADD", "s", v)
+        diff.many([("SMEMBERS", "s"), ("SCARD", "s"), ("OBJECT", "ENCODING", "s"),
+                   ("DUMP", "s"), ("DEBUG", "DIGEST-VALUE", "s"),
+                   ("SISMEMBER", "s", values[i // 2]), ("SINTERCARD", "1", "s")])
+    diff.many([("SADD", "s", "1", "32768", "-2147483649"), ("DUMP", "s"), ("SMEMBERS", "s"),
+               ("COPY", "s", "c"), ("DUMP", "c"), ("SUNIONSTORE", "u", "s"), ("DUMP", "u"),
+               ("SORT", "s"), ("SSCAN", "s", "0", "COUNT", "100")])
+    for v in [*values, "1", "32768", "-2147483649"]:
+        diff.many([("SREM", "s", v), ("DUMP", "s"), ("SMEMBERS", "s")])
+    diff("EXISTS", "s")
+    diff("RESTORE", "r", "0", parse(diff.both("DUMP", "c")[1]))
+    diff.many([("SMEMBERS", "r"), ("DUMP", "r"), ("OBJECT", "ENCODING", "r")])
