@@ -1,7 +1,8 @@
 # cython: language_level=3
 """Sets of integers packed as Redis's intset, compiled.
 
-``IntSet`` owns one malloc'd block laid out as Redis's ``intset.c`` lays it out: a 4-byte
+``IntSet`` owns one buffer (inside the object while it is at most 32 bytes, a malloc'd
+block past that) laid out as Redis's ``intset.c`` lays it out: a 4-byte
 element width (2, 4 or 8), a 4-byte count, then the members as little-endian signed
 integers in ascending order. Adding a member wider than the current width upgrades every
 member (``intsetUpgradeAndAdd``); removing never narrows it, as in Redis, so the buffer is
