@@ -61,7 +61,7 @@ def make_hash_from_listpack(blob: bytes, pairs: list[tuple[bytes, bytes]],
     listpack."""
     if len(pairs) <= config.hash_max_listpack_entries:
         return HashValue(ListpackMap.from_blob(blob, len(pairs)), True)
-    return HashValue(dict(pairs), False)
+    return HashValue(pairs, False)
 
 
 def adopt_hash_listpack(blob: bytes, pairs: int) -> HashValue:
@@ -74,7 +74,9 @@ def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = Fals
     """``packed``: loaded from a listpack/ziplist, which Redis keeps packed unless it has
     too many entries (element sizes are not looked at)."""
     if packed:
-        return HashValue(dict(pairs), len(pairs) <= config.hash_max_listpack_entries)
+        if len(pairs) > config.hash_max_listpack_entries:
+            return HashValue(pairs, False)
+        return HashValue(dict(pairs), True)
     return HashValue.build(pairs, config)
 
 
