@@ -28,6 +28,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject_Hash
 from libc.stdint cimport uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcmp, memcpy, memset
+from pykv.storage._cursor cimport next_cursor
 import random as _random
 
 cdef extern from *:
@@ -66,15 +67,6 @@ cdef inline object _field(FEntry* e):
 
 cdef inline object _value(FEntry* e):
     return PyBytes_FromStringAndSize(FDATA(e) + e.flen, e.vlen)
-
-
-cdef inline uint64_t _rev(uint64_t v) noexcept:
-    cdef uint64_t r = 0
-    cdef int i
-    for i in range(64):
-        r = (r << 1) | (v & 1)
-        v >>= 1
-    return r
 
 
 cdef inline Py_ssize_t _size_for(Py_ssize_t used) noexcept:
@@ -366,8 +358,7 @@ cdef class FieldTable:
                     out.append(_field(e))
                     out.append(_value(e))
                 i = (i + 1) & self.mask
-            v |= ~m
-            v = _rev(_rev(v) + 1)
+            v = next_cursor(v, m)
             maxiter -= 1
             if v == 0 or maxiter <= 0 or len(out) >= count:
                 break

@@ -67,7 +67,7 @@ def test_grow_shrink_and_delete_heavy_churn_against_a_dict():
     rng = random.Random(7)
     t, model = FieldTable(), {}
     for round_ in range(6):
-        for i in range(3000):
+        for _ in range(3000):
             f = b"f%d" % rng.randrange(5000)
             v = b"v%d" % rng.randrange(10 ** rng.randrange(1, 12))
             t[f] = v
