@@ -6,6 +6,7 @@ type's internals and a type can change its representation without touching persi
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pykv.storage._intset import IntSet
@@ -45,8 +46,10 @@ def make_set_from_intset(blob: bytes, members: list[bytes], config: Any) -> SetV
     return SetValue(set(members), False)
 
 
-def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
-    return list(value.d.items())
+def hash_items(value: HashValue) -> Collection[tuple[bytes, bytes]]:
+    """The (field, value) pairs as a live view (``len`` and one pass, the hash unchanged
+    meanwhile): a big hash's pairs are made while they are read, not all at once."""
+    return value.d.items()
 
 
 def hash_listpack(value: HashValue) -> bytes:
