@@ -20,7 +20,7 @@ from pykv.protocol import OK, ErrorReply
 from pykv.server.notify import notify
 from pykv.storage._numeric import incrbyfloat
 from pykv.storage.hash_type import HashValue
-from pykv.storage.scan import ScanIndex, parse_cursor, scan
+from pykv.storage.scan import parse_cursor
 from pykv.util.glob import stringmatch
 
 HASH_NOT_INTEGER = ErrorReply(b"ERR hash value is not an integer")
@@ -235,7 +235,7 @@ def hgetall(c, argv):
     if value is None:
         return {} if c.resp > 2 else []
     if c.resp > 2:
-        return dict(value.d)
+        return dict(value.d.items())
     out = []
     for item in value.d.items():
         out += item
@@ -270,6 +270,8 @@ def _hrandfield_count(c: Any, key: bytes, count: int, withvalues: bool) -> list:
         return []
     d = value.d
     nested = withvalues and c.resp > 2
+    if not value.listpack:
+        return _table_picks(d, count, withvalues, nested)
     if count < 0 or count == 1:
         if -count > MAX_REPEATED_PICKS:
             raise VALUE_OUT_OF_RANGE
@@ -290,6 +292,21 @@ def _hrandfield_count(c: Any, key: bytes, count: int, withvalues: bool) -> list:
     return out
 
 
+def _table_picks(table: Any, count: int, withvalues: bool, nested: bool) -> list:
+    """HRANDFIELD with a count on a hashtable hash: the table picks (uniformly)."""
+    if count < 0 or count == 1:
+        if -count > MAX_REPEATED_PICKS:
+            raise VALUE_OUT_OF_RANGE
+        flat = table.picks(-count if count < 0 else 1, False, withvalues)
+    elif count >= len(table):
+        flat = [x for item in table.items() for x in item] if withvalues else list(table)
+    else:
+        flat = table.picks(count, True, withvalues)
+    if nested:
+        return [[flat[i], flat[i + 1]] for i in range(0, len(flat), 2)]
+    return flat
+
+
 # -- HSCAN -----------------------------------------------------------------------------------
 @command("hscan")
 def hscan(c, argv):
@@ -302,16 +319,15 @@ def hscan(c, argv):
     count, pattern, _ = parse_scan_options(argv, 3)
     d = value.d
     if value.listpack:
-        fields = list(d)
+        flat = [x for item in d.items() for x in item]
         next_cursor = 0
     else:
-        if value.scan_index is None:
-            value.scan_index = ScanIndex()
-        next_cursor, fields = scan(d, cursor, count, index=value.scan_index,
-                                   version=value.version)
+        next_cursor, flat = d.scan(cursor, count)
+    if pattern is None:
+        return [b"%d" % next_cursor, flat]
     out = []
-    for f in fields:
-        if pattern is None or stringmatch(pattern, f):
-            out.append(f)
-            out.append(d[f])
+    for i in range(0, len(flat), 2):
+        if stringmatch(pattern, flat[i]):
+            out.append(flat[i])
+            out.append(flat[i + 1])
     return [b"%d" % next_cursor, out]

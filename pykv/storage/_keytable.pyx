@@ -24,6 +24,7 @@ from cpython.bytes cimport PyBytes_CheckExact, PyBytes_GET_SIZE, PyBytes_AS_STRI
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
+from pykv.storage._cursor cimport next_cursor
 import random as _random
 
 cdef enum:
@@ -60,15 +61,6 @@ cdef inline int64_t _get64(Entry* e) noexcept:
 
 cdef inline void _set64(Entry* e, int64_t v) noexcept:
     memcpy(&e.access, &v, 8)
-
-
-cdef inline uint64_t _rev(uint64_t v) noexcept:
-    cdef uint64_t r = 0
-    cdef int i
-    for i in range(64):
-        r = (r << 1) | (v & 1)
-        v >>= 1
-    return r
 
 
 cdef class KeyTable:
@@ -427,8 +419,7 @@ cdef class KeyTable:
                     if <uint64_t>(PyObject_Hash(<object>k) & self.mask) == (v & m):
                         out.append(<object>k)
                 i = (i + 1) & self.mask
-            v |= ~m
-            v = _rev(_rev(v) + 1)
+            v = next_cursor(v, m)
             maxiter -= 1
             if v == 0 or maxiter <= 0 or len(out) >= count:
                 break

@@ -1,4 +1,4 @@
-"""The hash value type: a ``dict`` of field -> value (both ``bytes``).
+"""The hash value type: field -> value (both ``bytes``), a listpack or a ``FieldTable``.
 
 Encoding follows Redis 7.0: a new hash is a ``listpack`` and becomes a ``hashtable`` when a
 field or value longer than ``hash-max-listpack-value`` is written (HSET/HMSET check every
@@ -6,19 +6,20 @@ argument before writing, even values equal to the stored ones) or when it holds 
 ``hash-max-listpack-entries`` fields. It never converts back. The encoding is state (which
 structure ``d`` is), not a function of the contents, because Redis's depends on history too.
 
-A dict keeps insertion order, which is exactly a listpack's order (an update keeps the
-field's place, a new field goes to the end), so small hashes reply in Redis's order.
-
 While it is a listpack the fields live in one packed buffer (``ListpackMap``, Redis's own
 listpack bytes: field, value, field, value... in insertion order, so small hashes reply in
-Redis's order and RDB/DUMP write the buffer as it is); at conversion they move to a ``dict``
-(which keeps that order). ``d`` is either, and answers the same dict subset.
+Redis's order and RDB/DUMP write the buffer as it is); at conversion they move to a
+``FieldTable`` (pykv.storage._fieldtable: one raw blob per field, no Python object per
+field; it replies in its own hash order, as Redis's hashtable does in its). ``d`` is
+either, and answers the same dict subset; a hashtable hash scans (HSCAN) and picks random
+fields (HRANDFIELD) through the table itself.
 """
 from __future__ import annotations
 
 import random
 from typing import Any
 
+from pykv.storage._fieldtable import FieldTable
 from pykv.storage._listpack import ListpackFull, ListpackMap
 from pykv.storage.values import ScannedValue
 
@@ -32,21 +33,24 @@ class HashValue(ScannedValue):
     type_name = b"hash"
 
     def __init__(self, d: Any = None, listpack: bool = True) -> None:
-        """``d``: a dict, or a ``ListpackMap`` (taken as it is) for a listpack hash."""
+        """``d``: a mapping or (field, value) pairs; a ``ListpackMap`` (taken as it is) for a
+        listpack hash, a ``FieldTable`` (taken as it is) for a hashtable one."""
         if listpack:
             if type(d) is not ListpackMap:
                 try:
                     d = ListpackMap(d)
                 except ListpackFull:  # past 1 GB (lpSafeToAdd): a hashtable
                     listpack = False
-        if not listpack and type(d) is not dict:
-            d = {} if d is None else dict(d.items() if hasattr(d, "items") else d)
+        if not listpack and type(d) is not FieldTable:
+            d = FieldTable(d)
         self.d: Any = d
         self.aux = None  # random-pick snapshot (a list of fields), HSCAN index, version
 
     @classmethod
     def build(cls, pairs: Any, config: Any) -> HashValue:
         """A hash created whole (RDB load, RESTORE): a listpack if it fits the limits."""
+        if len(pairs) > config.hash_max_listpack_entries:
+            return cls(FieldTable(pairs), False)  # duplicates are dropped as a dict would
         d = dict(pairs)
         limit = config.hash_max_listpack_value
         listpack = len(d) <= config.hash_max_listpack_entries and all(
@@ -77,9 +81,9 @@ class HashValue(ScannedValue):
             self.to_hashtable()
 
     def to_hashtable(self) -> None:
-        """``hashTypeConvert``: the pairs move to a dict, in their listpack order."""
+        """``hashTypeConvert``: the pairs move to a ``FieldTable``."""
         if type(self.d) is ListpackMap:
-            self.d = dict(self.d.items())
+            self.d = FieldTable(self.d.items())
 
     # -- writes --------------------------------------------------------------------------
     def set_pairs(self, config: Any, argv: list[bytes], start: int) -> int:
@@ -136,12 +140,9 @@ class HashValue(ScannedValue):
                 new = d.set(field, value)  # one search for both questions
             except ListpackFull:
                 self.to_hashtable()
-                d = self.d
-                new = field not in d
-                d[field] = value
+                new = self.d.set(field, value)
         else:
-            new = field not in d
-            d[field] = value
+            new = d.set(field, value)
         if new:
             self.fields_added()
             self.check_size(config)
@@ -163,6 +164,7 @@ class HashValue(ScannedValue):
 
     # -- random access -------------------------------------------------------------------
     def keys_snapshot(self) -> list[bytes]:
+        """A listpack hash's fields, kept for repeated random picks until it changes."""
         aux = self.bookkeeping()
         keys = aux.snap
         if keys is None:
@@ -170,4 +172,7 @@ class HashValue(ScannedValue):
         return keys
 
     def random_field(self) -> bytes:
+        d = self.d
+        if type(d) is FieldTable:
+            return d.random_field()
         return random.choice(self.keys_snapshot())

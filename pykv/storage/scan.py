@@ -1,7 +1,7 @@
-"""Cursor iteration (HSCAN, SSCAN, ZSCAN) over Python dicts and sets.
+"""Cursor iteration (SSCAN, ZSCAN) over Python dicts and sets.
 
-(The keyspace's SCAN walks its key table's buckets with Redis's own cursor: see
-pykv.storage._keytable.)
+(The keyspace's SCAN and a hashtable hash's HSCAN walk their compiled tables' buckets with
+Redis's own cursor: see pykv.storage._keytable and pykv.storage._fieldtable.)
 
 Redis's guarantee: a full iteration (cursor 0 back to cursor 0) returns every element that
 was present from its start to its end; elements added or removed meanwhile may or may not

@@ -6,6 +6,7 @@ type's internals and a type can change its representation without touching persi
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pykv.storage._intset import IntSet
@@ -45,8 +46,10 @@ def make_set_from_intset(blob: bytes, members: list[bytes], config: Any) -> SetV
     return SetValue(set(members), False)
 
 
-def hash_items(value: HashValue) -> list[tuple[bytes, bytes]]:
-    return list(value.d.items())
+def hash_items(value: HashValue) -> Collection[tuple[bytes, bytes]]:
+    """The (field, value) pairs as a live view (``len`` and one pass, the hash unchanged
+    meanwhile): a big hash's pairs are made while they are read, not all at once."""
+    return value.d.items()
 
 
 def hash_listpack(value: HashValue) -> bytes:
@@ -61,7 +64,7 @@ def make_hash_from_listpack(blob: bytes, pairs: list[tuple[bytes, bytes]],
     listpack."""
     if len(pairs) <= config.hash_max_listpack_entries:
         return HashValue(ListpackMap.from_blob(blob, len(pairs)), True)
-    return HashValue(dict(pairs), False)
+    return HashValue(pairs, False)
 
 
 def adopt_hash_listpack(blob: bytes, pairs: int) -> HashValue:
@@ -74,7 +77,9 @@ def make_hash(pairs: list[tuple[bytes, bytes]], config: Any, packed: bool = Fals
     """``packed``: loaded from a listpack/ziplist, which Redis keeps packed unless it has
     too many entries (element sizes are not looked at)."""
     if packed:
-        return HashValue(dict(pairs), len(pairs) <= config.hash_max_listpack_entries)
+        if len(pairs) > config.hash_max_listpack_entries:
+            return HashValue(pairs, False)
+        return HashValue(dict(pairs), True)
     return HashValue.build(pairs, config)
 
 

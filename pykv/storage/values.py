@@ -34,7 +34,7 @@ class Value:
 
 class Bookkeeping:
     """What only a set or hash that was scanned or sampled needs: the random-pick snapshot,
-    the SSCAN/HSCAN index and the version that invalidates it (bumped when members are
+    the SSCAN index and the version that invalidates it (bumped when members are
     added; see ``pykv.storage.scan``)."""
 
     __slots__ = ("snap", "version", "scan_index")

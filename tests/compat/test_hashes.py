@@ -227,3 +227,30 @@ def test_absurd_negative_counts_do_not_hurt_the_server(raw):
     assert raw.call("HRANDFIELD", "h", "-9223372036854775807").startswith(b"-ERR")
     assert raw.call("HRANDFIELD", "h", "-3").startswith(b"*3\r\n")
     assert raw.call("PING") == b"+PONG\r\n"
+
+
+def test_hashtable_through_the_subsystems(diff):
+    """A hashtable hash (the compiled field table) through COPY, DUMP/RESTORE, DEBUG
+    DIGEST-VALUE, SORT BY/GET, deletes down to a few fields and HINCRBY*: the same
+    contents and order-free replies as Redis."""
+    fields = [x for i in range(400) for x in (f"f{i}", str(i * 7 % 400))]
+    diff("HSET", "big", *fields, "long", "v" * 200)
+    diff("RPUSH", "ids", *[str(i) for i in range(0, 400, 37)])
+    for i in range(0, 400, 37):
+        diff("HSET", f"w{i}", "weight", str(-i), "name", f"n{i}")
+    diff.many([("OBJECT", "ENCODING", "big"), ("HLEN", "big"), ("HSTRLEN", "big", "long"),
+               ("HINCRBY", "big", "f3", "5"), ("HINCRBYFLOAT", "big", "f4", "0.5"),
+               ("HINCRBY", "big", "long", "1"), ("HMGET", "big", "f1", "nope", "f399"),
+               ("COPY", "big", "copied"), ("DEBUG", "DIGEST-VALUE", "big", "copied"),
+               ("SORT", "ids", "BY", "w*->weight", "GET", "#", "GET", "w*->name"),
+               ("SORT", "ids", "BY", "big->f*"), ("HSETNX", "big", "f5", "x")])
+    real_dump, ours_dump = diff.both("DUMP", "big")
+    for dump, target in ((real_dump, diff.ours), (ours_dump, diff.real)):  # crossed
+        payload = parse(dump)
+        assert target.call("RESTORE", "restored", "0", payload) == b"+OK\r\n"
+    diff.many([("DEBUG", "DIGEST-VALUE", "restored"), ("OBJECT", "ENCODING", "restored")])
+    diff("HDEL", "big", *[f"f{i}" for i in range(399)], "long")
+    diff.many([("HGETALL", "big"), ("OBJECT", "ENCODING", "big"), ("HLEN", "copied"),
+               ("DEBUG", "DIGEST-VALUE", "big", "copied", "restored")])
+    real, ours = diff.both("HGETALL", "copied")
+    assert as_dict(parse(real)) == as_dict(parse(ours))
