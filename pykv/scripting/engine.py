@@ -189,14 +189,18 @@ class Engine:
         self.libraries = host.libraries
         self.api = self.lua.execute(PRELUDE, host)
         self._c_binding = None  # EVAL's C entry (_luacall.run_script), when there is one
+        self._slots_free: list[int] = []  # function slots whose Function is gone
+        self._slots_used = 0
         if c_calls is not None:
             resp_slot[1] = self.api.resp_to_lua
             c_entry = self.api.c_entry
             set_entry(c_entry)
             self._c_binding = c_calls[4]
             self._c_scripts = c_entry[5]  # sha -> compiled script, for run_script
-            from pykv.scripting._luacall import run_script
+            self._c_functions = c_entry[7]  # slot -> function callback, for run_function
+            from pykv.scripting._luacall import run_function, run_script
             self._c_run = run_script
+            self._c_run_function = run_function
         host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
@@ -237,6 +241,27 @@ class Engine:
         self.libraries.reset()
         self.lua.execute("collectgarbage()")
 
+    def function_slot(self, callback: Any) -> int:
+        """A slot for a function's Lua ``callback`` in the C entry's table (0: there is no
+        C entry); ``release_slot`` gives it back."""
+        if self._c_binding is None:
+            return 0
+        if self._slots_free:
+            for slot in self._slots_free:  # (their callbacks become garbage now)
+                self._c_functions[slot] = None
+            slot = self._slots_free.pop()
+        else:
+            self._slots_used += 1
+            slot = self._slots_used
+        self._c_functions[slot] = callback
+        return slot
+
+    def release_slot(self, slot: int) -> None:
+        """The function in ``slot`` is gone (called when its ``Function`` is collected:
+        its table entry is cleared by the next ``function_slot``, not from a finaliser,
+        which may run while Lua does)."""
+        self._slots_free.append(slot)
+
     # -- running ---------------------------------------------------------------------
     def run(self, ctx: RunContext, fn: Any, nkeys: int, params: list[bytes],
             as_callback: bool = False) -> Any:
@@ -262,8 +287,13 @@ class Engine:
         sinks = server.effect_sinks
         marks = server.begin_effects(db_index) if sinks else None
         try:
-            if as_callback:
-                result = self._api_run_callback(fn, caller.resp, nkeys, *params)
+            if as_callback:  # (fn: a pykv.scripting.functions.Function)
+                slot = fn.slot
+                if slot:
+                    result = self._c_run_function(self._c_binding, slot, caller.resp, nkeys,
+                                                  params)
+                else:
+                    result = self._api_run_callback(fn.callback, caller.resp, nkeys, *params)
             elif self._c_binding is not None:
                 result = self._c_run(self._c_binding, ctx.name, caller.resp, nkeys, params)
             else:

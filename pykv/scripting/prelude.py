@@ -626,6 +626,13 @@ local function begin_run(keys, argv)
     sethook(hook, "", 100000)
 end
 
+-- the same for FCALL's C entry, which calls the function with (keys, args) itself
+local function begin_fn_run()
+    current_resp = 2
+    current_env = fn_globals
+    sethook(hook, "", 100000)
+end
+
 local function run_callback(fn, resp, nkeys, ...)
     -- FCALL: the callback gets (keys, args) as arguments instead of globals
     local keys, argv = split_args(nkeys, ...)
@@ -795,7 +802,7 @@ fn_globals, fn_hidden = make_env(common)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
-    c_entry = {begin_run, sethook, finish, error_handler, {}},
+    c_entry = {begin_run, sethook, finish, error_handler, {}, begin_fn_run, {}},
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
     set_resp = function(resp) current_resp = resp end,
