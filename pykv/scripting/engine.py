@@ -370,6 +370,14 @@ class Engine:
         if len(result) >= 4 and result[2] is not None:
             msg += b" script: " + ctx.name + b", on " + result[2] + b":" \
                 + str(result[3]).encode() + b"."
+        if result[0] is None:
+            # counted in INFO errorstats where it happened (a command's error, a refused
+            # redis.call): written as it is, the script's command only counts as failed,
+            # as Redis's ERR_REPLY_FLAG_NO_STATS_UPDATE
+            cmd = self.server.commands.get(ctx.command)
+            if cmd is not None:
+                cmd.failed_calls += 1
+            return RawReply(b"-" + ErrorReply(msg).data + b"\r\n")
         return ErrorReply(msg)
 
     # -- callbacks from Lua ------------------------------------------------------------
@@ -482,30 +490,30 @@ class Engine:
         elif cmd is not None and cmd.handler is None:
             cmd = None
         if cmd is None:
-            return TAG_ERROR, _ERR_UNKNOWN
+            return self._refuse(None, _ERR_UNKNOWN)
         arity = cmd.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
-            return TAG_ERROR, _ERR_ARITY
+            return self._refuse(cmd, _ERR_ARITY)
         if cmd.noscript and not self.client.server.script_disable_deny_script:
-            return TAG_ERROR, _ERR_NOSCRIPT
+            return self._refuse(cmd, _ERR_NOSCRIPT)
         caller = ctx.caller  # commands run as the caller's ACL user (pykv.acl)
         if caller is not None and caller.acl_restricted:
             denied = caller.acl_user.deny_in_script(caller, cmd, argv, ctx.command)
             if denied is not None:
-                return TAG_ERROR, denied
+                return self._refuse(cmd, denied)
         if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
-            return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
+            return self._refuse(cmd, errors.OOM.data)  # Redis's scriptVerifyOOM
         if server.cluster is not None and caller is not None:  # scriptVerifyClusterState
             refused = server.cluster.script_check(caller, cmd, argv, ctx)
             if refused is not None:
-                return TAG_ERROR, refused
+                return self._refuse(cmd, refused)
         if cmd.is_write:
             if ctx.read_only:
-                return TAG_ERROR, _ERR_RO
+                return self._refuse(cmd, _ERR_RO)
             if server.replica_read_only and not (caller is not None and caller.is_master):
-                return TAG_ERROR, errors.READONLY.data  # a read-only replica
+                return self._refuse(cmd, errors.READONLY.data)  # a read-only replica
             if server.noreplicas_error is not None:  # min-replicas-to-write not met
-                return TAG_ERROR, server.noreplicas_error.data
+                return self._refuse(cmd, server.noreplicas_error.data)
             ctx.wrote = True
         client = self.client
         lua_resp = ctx.lua_resp
@@ -521,6 +529,14 @@ class Engine:
         elif client.captured:  # a handler that added a reply of its own and returned one
             client.captured = []
         return TAG_REPLY, reply
+
+    def _refuse(self, cmd: Any, text: bytes) -> tuple[int, bytes]:
+        """A redis.call refused: counted in INFO errorstats (and as a rejected call of
+        ``cmd``) there and then, as Redis's scriptCall, even if pcall drops it."""
+        self.server.count_error(ErrorReply(text))
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        return TAG_ERROR, text
 
 
 def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:
