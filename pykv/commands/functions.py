@@ -97,7 +97,7 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
         return WRITE_FLAG_WITH_RO
     engine = get_engine(c.server)
     ctx.argv = argv  # FUNCTION STATS shows the running command line
-    reply = engine.run(ctx, fn.callback, numkeys, argv[3:], as_callback=True)
+    reply = engine.run(ctx, fn, numkeys, argv[3:], as_callback=True)
     if clustered:
         script_done(c, ctx)
     return reply

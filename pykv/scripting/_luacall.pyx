@@ -228,6 +228,20 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     ``params`` (bytes), ARGV the rest: a ``RawReply`` for the usual results, else what the
     prelude's ``run`` returns, (True, RESP) or (False, message[, source, line]). The
     state's stack is left as found."""
+    return _run(b, sha, 0, resp, nkeys, params)
+
+
+def run_function(_Binding b, int slot, int resp, Py_ssize_t nkeys, list params) -> object:
+    """FCALL's run from C: the function in the entry's slot table at ``slot`` called with
+    (keys, args) tables, as the prelude's ``run_callback`` calls it; results as
+    ``run_script``'s."""
+    return _run(b, None, slot, resp, nkeys, params)
+
+
+cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, list params):
+    """A script (``sha``) or a function (``slot``, when ``sha`` is None) run: its setup
+    (the prelude's begin_run/begin_fn_run), the call under Redis's error handler, the hook
+    off and the result."""
     cdef lua_State *L = b.L
     cdef int base = lua.gettop(L), status, i, top
     cdef size_t size
@@ -240,21 +254,36 @@ def run_script(_Binding b, bytes sha, int resp, Py_ssize_t nkeys, list params) -
     if not lua.checkstack(L, 8):
         return False, b"ERR Lua stack exhausted"
     lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
-    lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
-    _push_array(L, params, 0, nkeys)
-    _push_array(L, params, nkeys, n)
-    if lua.pcall(L, 2, 0, 0) != 0:
+    if sha is not None:
+        lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
+        _push_array(L, params, 0, nkeys)
+        _push_array(L, params, nkeys, n)
+        status = lua.pcall(L, 2, 0, 0)
+    else:
+        lua.rawgeti(L, base + 1, 6)  # begin_fn_run()
+        status = lua.pcall(L, 0, 0, 0)
+    if status != 0:
         return _entry_failure(L, base)
     lua.rawgeti(L, base + 1, 4)  # base+2: the error handler
-    lua.rawgeti(L, base + 1, 5)
-    _push_bytes(L, sha)
-    lua.rawget(L, -2)  # the compiled script
+    if sha is not None:
+        lua.rawgeti(L, base + 1, 5)
+        _push_bytes(L, sha)
+        lua.rawget(L, -2)  # the compiled script
+    else:
+        lua.rawgeti(L, base + 1, 7)
+        lua.rawgeti(L, -1, slot)  # the function
     if lua.type(L, -1) != 6:  # LUA_TFUNCTION
         lua.settop(L, base)
         return False, b"ERR the script is not compiled"
-    with nogil:
-        status = lua.pcall(L, 0, 1, base + 2)
-    # base+3: the scripts table, base+4: result or error
+    if sha is None:
+        _push_array(L, params, 0, nkeys)
+        _push_array(L, params, nkeys, n)
+        with nogil:
+            status = lua.pcall(L, 2, 1, base + 2)
+    else:
+        with nogil:
+            status = lua.pcall(L, 0, 1, base + 2)
+    # base+3: the scripts (functions) table, base+4: result or error
     lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
     if lua.pcall(L, 0, 0, 0) != 0:
         return _entry_failure(L, base)

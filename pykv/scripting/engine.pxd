@@ -16,7 +16,9 @@ cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
     cdef public object client, ctx, _poller, _busy_threshold, _saved_signals, libraries
-    cdef public object _c_binding, _c_scripts, _c_run
+    cdef public object _c_binding, _c_scripts, _c_run, _c_functions, _c_run_function
+    cdef public list _slots_free
+    cdef public Py_ssize_t _slots_used
 
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)

@@ -189,14 +189,18 @@ class Engine:
         self.libraries = host.libraries
         self.api = self.lua.execute(PRELUDE, host)
         self._c_binding = None  # EVAL's C entry (_luacall.run_script), when there is one
+        self._slots_free: list[int] = []  # function slots whose Function is gone
+        self._slots_used = 0
         if c_calls is not None:
             resp_slot[1] = self.api.resp_to_lua
             c_entry = self.api.c_entry
             set_entry(c_entry)
             self._c_binding = c_calls[4]
             self._c_scripts = c_entry[5]  # sha -> compiled script, for run_script
-            from pykv.scripting._luacall import run_script
+            self._c_functions = c_entry[7]  # slot -> function callback, for run_function
+            from pykv.scripting._luacall import run_function, run_script
             self._c_run = run_script
+            self._c_run_function = run_function
         host.helpers.error_table = self.api.error_table
         # a lookup on a Lua table from Python crosses into Lua: fetch the hot entries once
         self._api_run = self.api.run
@@ -237,6 +241,27 @@ class Engine:
         self.libraries.reset()
         self.lua.execute("collectgarbage()")
 
+    def function_slot(self, callback: Any) -> int:
+        """A slot for a function's Lua ``callback`` in the C entry's table (0: there is no
+        C entry); ``release_slot`` gives it back."""
+        if self._c_binding is None:
+            return 0
+        if self._slots_free:
+            for slot in self._slots_free:  # (their callbacks become garbage now)
+                self._c_functions[slot] = None
+            slot = self._slots_free.pop()
+        else:
+            self._slots_used += 1
+            slot = self._slots_used
+        self._c_functions[slot] = callback
+        return slot
+
+    def release_slot(self, slot: int) -> None:
+        """The function in ``slot`` is gone (called when its ``Function`` is collected:
+        its table entry is cleared by the next ``function_slot``, not from a finaliser,
+        which may run while Lua does)."""
+        self._slots_free.append(slot)
+
     # -- running ---------------------------------------------------------------------
     def run(self, ctx: RunContext, fn: Any, nkeys: int, params: list[bytes],
             as_callback: bool = False) -> Any:
@@ -262,8 +287,13 @@ class Engine:
         sinks = server.effect_sinks
         marks = server.begin_effects(db_index) if sinks else None
         try:
-            if as_callback:
-                result = self._api_run_callback(fn, caller.resp, nkeys, *params)
+            if as_callback:  # (fn: a pykv.scripting.functions.Function)
+                slot = fn.slot
+                if slot:
+                    result = self._c_run_function(self._c_binding, slot, caller.resp, nkeys,
+                                                  params)
+                else:
+                    result = self._api_run_callback(fn.callback, caller.resp, nkeys, *params)
             elif self._c_binding is not None:
                 result = self._c_run(self._c_binding, ctx.name, caller.resp, nkeys, params)
             else:
@@ -340,6 +370,14 @@ class Engine:
         if len(result) >= 4 and result[2] is not None:
             msg += b" script: " + ctx.name + b", on " + result[2] + b":" \
                 + str(result[3]).encode() + b"."
+        if result[0] is None:
+            # counted in INFO errorstats where it happened (a command's error, a refused
+            # redis.call): written as it is, the script's command only counts as failed,
+            # as Redis's ERR_REPLY_FLAG_NO_STATS_UPDATE
+            cmd = self.server.commands.get(ctx.command)
+            if cmd is not None:
+                cmd.failed_calls += 1
+            return RawReply(b"-" + ErrorReply(msg).data + b"\r\n")
         return ErrorReply(msg)
 
     # -- callbacks from Lua ------------------------------------------------------------
@@ -452,30 +490,30 @@ class Engine:
         elif cmd is not None and cmd.handler is None:
             cmd = None
         if cmd is None:
-            return TAG_ERROR, _ERR_UNKNOWN
+            return self._refuse(None, _ERR_UNKNOWN)
         arity = cmd.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
-            return TAG_ERROR, _ERR_ARITY
+            return self._refuse(cmd, _ERR_ARITY)
         if cmd.noscript and not self.client.server.script_disable_deny_script:
-            return TAG_ERROR, _ERR_NOSCRIPT
+            return self._refuse(cmd, _ERR_NOSCRIPT)
         caller = ctx.caller  # commands run as the caller's ACL user (pykv.acl)
         if caller is not None and caller.acl_restricted:
             denied = caller.acl_user.deny_in_script(caller, cmd, argv, ctx.command)
             if denied is not None:
-                return TAG_ERROR, denied
+                return self._refuse(cmd, denied)
         if cmd.denyoom and not ctx.wrote and server.maxmemory and server.pre_command_oom:
-            return TAG_ERROR, errors.OOM.data  # Redis's scriptVerifyOOM
+            return self._refuse(cmd, errors.OOM.data)  # Redis's scriptVerifyOOM
         if server.cluster is not None and caller is not None:  # scriptVerifyClusterState
             refused = server.cluster.script_check(caller, cmd, argv, ctx)
             if refused is not None:
-                return TAG_ERROR, refused
+                return self._refuse(cmd, refused)
         if cmd.is_write:
             if ctx.read_only:
-                return TAG_ERROR, _ERR_RO
+                return self._refuse(cmd, _ERR_RO)
             if server.replica_read_only and not (caller is not None and caller.is_master):
-                return TAG_ERROR, errors.READONLY.data  # a read-only replica
+                return self._refuse(cmd, errors.READONLY.data)  # a read-only replica
             if server.noreplicas_error is not None:  # min-replicas-to-write not met
-                return TAG_ERROR, server.noreplicas_error.data
+                return self._refuse(cmd, server.noreplicas_error.data)
             ctx.wrote = True
         client = self.client
         lua_resp = ctx.lua_resp
@@ -491,6 +529,14 @@ class Engine:
         elif client.captured:  # a handler that added a reply of its own and returned one
             client.captured = []
         return TAG_REPLY, reply
+
+    def _refuse(self, cmd: Any, text: bytes) -> tuple[int, bytes]:
+        """A redis.call refused: counted in INFO errorstats (and as a rejected call of
+        ``cmd``) there and then, as Redis's scriptCall, even if pcall drops it."""
+        self.server.count_error(ErrorReply(text))
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        return TAG_ERROR, text
 
 
 def reply_to_lua(reply: Any, lua_resp: int) -> tuple[int, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import split_args
@@ -137,15 +138,16 @@ class FunctionError(Exception):
 class Function:
     """One registered function: its Lua callback and what FUNCTION LIST shows."""
 
-    __slots__ = ("name", "library", "callback", "description", "flags")
+    __slots__ = ("name", "library", "callback", "description", "flags", "slot", "__weakref__")
 
     def __init__(self, name: bytes, library: Library, callback: Any,
-                 description: bytes | None, flags: frozenset[str]) -> None:
+                 description: bytes | None, flags: frozenset[str], slot: int = 0) -> None:
         self.name = name
         self.library = library
         self.callback = callback
         self.description = description
         self.flags = flags
+        self.slot = slot  # its place in the engine's C entry (FCALL from C), 0: none
 
     @property
     def no_writes(self) -> bool:
@@ -297,8 +299,12 @@ class FunctionStore:
             flags_table = entry[b"flags"]
             flags = frozenset(flags_table[j].decode()
                               for j in range(1, len(flags_table) + 1))
-            lib.functions[fname] = Function(fname, lib, entry[b"callback"],
-                                            entry[b"description"], flags)
+            callback = entry[b"callback"]
+            slot = engine.function_slot(callback)
+            fn = lib.functions[fname] = Function(fname, lib, callback, entry[b"description"],
+                                                 flags, slot)
+            if slot:
+                weakref.finalize(fn, engine.release_slot, slot)
         if not lib.functions:
             raise FunctionError("No functions registered")
         return lib

@@ -551,7 +551,11 @@ local function encode_result(v, resp, lua_resp)
         return true, "$" .. #v .. "\r\n" .. v .. "\r\n"
     elseif tv == "table" then
         local e = rawget(v, "err")
-        if real_type(e) == "string" then return false, clean(e) end
+        if real_type(e) == "string" then
+            -- nil: an error INFO errorstats already counted (ignore_error_stats_update)
+            if rawget(v, "ignore_error_stats_update") == true then return nil, clean(e) end
+            return false, clean(e)
+        end
     end
     local out = {}
     encode(v, out, resp, lua_resp, 2)
@@ -574,17 +578,22 @@ local function hook()
     end
 end
 
--- a failed run: (false, message[, source, line]) from the handler's error table
+-- a failed run: (false, message[, source, line]) from the handler's error table; nil
+-- instead of false for an error already counted (ignore_error_stats_update, as Redis's
+-- luaCallFunction reads it)
 local function failure(err)
-    local msg = real_type(err) == "table" and err.err
+    local is_table = real_type(err) == "table"
+    local msg = is_table and err.err
     if real_type(msg) == "number" then msg = tostring(msg) end
     if real_type(msg) ~= "string" then msg = "ERR unknown error" end
+    local counted = false
+    if is_table and err.ignore_error_stats_update == true then counted = nil end
     local source, line = err.source, err.line
     if real_type(source) ~= "string" or (real_type(line) ~= "number"
                                          and real_type(line) ~= "string") then
-        return false, msg
+        return counted, msg
     end
-    return false, msg, source, line
+    return counted, msg, source, line
 end
 
 local function finish(ok, res, resp)
@@ -623,6 +632,13 @@ local function begin_run(keys, argv)
     hidden.KEYS, hidden.ARGV = keys, argv
     current_resp = 2
     current_env = globals
+    sethook(hook, "", 100000)
+end
+
+-- the same for FCALL's C entry, which calls the function with (keys, args) itself
+local function begin_fn_run()
+    current_resp = 2
+    current_env = fn_globals
     sethook(hook, "", 100000)
 end
 
@@ -795,7 +811,7 @@ fn_globals, fn_hidden = make_env(common)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
-    c_entry = {begin_run, sethook, finish, error_handler, {}},
+    c_entry = {begin_run, sethook, finish, error_handler, {}, begin_fn_run, {}},
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
     set_resp = function(resp) current_resp = resp end,

@@ -190,6 +190,60 @@ def test_fcall(fdiff):
     fdiff("FCALL", "keys", "0")
 
 
+CALL_PATHS = lib("paths", """
+redis.register_function('perr', function(k) return redis.pcall('incr', k[1]) end)
+redis.register_function('ptable', function(k)
+    local e = redis.pcall('nosuch')
+    return {type(e), e['err'], tostring(e['ignore_error_stats_update'])} end)
+redis.register_function('cerr', function(k) return redis.call('incr', k[1]) end)
+redis.register_function('ereply', function() return redis.error_reply('MY own') end)
+redis.register_function('sreply', function() return redis.status_reply('FINE') end)
+redis.register_function('nested', function(k, a)
+    redis.call('rpush', k[1], a[1], a[2])
+    return {redis.call('lrange', k[1], 0, -1), redis.call('type', k[1]), 3.9, false, {}} end)
+redis.register_function('argerr', function() return redis.call('get', {}) end)
+redis.register_function('noargs', function() return redis.pcall() end)
+redis.register_function('line', function()
+    local x = 1
+    error('at line four') end)
+redis.register_function('tbl', function() error({err='-CODE table error'}) end)
+redis.register_function('co', function(k)
+    local co = coroutine.create(function() return redis.call('set', k[1], 'c') end)
+    return {coroutine.resume(co)} end)
+redis.register_function('ls', function() return loadstring('return type(redis)')() end)
+redis.register_function('nums', function(k, a) return redis.call('set', k[1], 1.5) end)
+redis.register_function('many', function(k, a) return #a + #k end)
+""")
+
+
+def test_fcall_call_paths(fdiff):
+    """What the C entry does around a function: arguments, replies, errors (their texts,
+    sources and lines), coroutines and loadstring in the function environment."""
+    fdiff("FUNCTION", "LOAD", CALL_PATHS)
+    fdiff("SET", "str", "abc")
+    for args in (("perr", "1", "str"), ("ptable", "0"), ("cerr", "1", "str"), ("ereply", "0"),
+                 ("sreply", "0"), ("nested", "1", "lst", "a", "b"), ("argerr", "0"),
+                 ("noargs", "0"), ("line", "0"), ("tbl", "0"), ("co", "1", "cokey"),
+                 ("ls", "0"), ("nums", "1", "n"), ("many", "3", *"abcdefgh")):
+        fdiff("FCALL", *args)
+    fdiff("GET", "cokey")
+    fdiff("GET", "n")
+
+
+def test_fcall_after_replace_and_flush(fdiff):
+    """A replaced or flushed-and-reloaded function runs its new code (slots are reused)."""
+    for round_ in range(3):
+        fdiff("FUNCTION", "LOAD", "REPLACE", lib("re", (
+            f"redis.register_function('v', function() return {round_} end)\n"
+            f"redis.register_function('w{round_}', function() return 'w{round_}' end)")))
+        fdiff("FCALL", "v", "0")
+        fdiff("FCALL", f"w{round_}", "0")
+        fdiff("FCALL", f"w{round_ - 1}", "0")
+        if round_ == 1:
+            fdiff("FUNCTION", "FLUSH")
+            fdiff("FCALL", "v", "0")
+
+
 def test_fcall_resp3(fdiff3):
     fdiff3("FUNCTION", "LOAD", lib("r3", (
         "redis.register_function('m', function(k, a) redis.setresp(3) "

@@ -266,3 +266,21 @@ def test_reply_skip_skips_the_command_not_its_pushes(request, resp):
           ("SUNSUBSCRIBE",), ("PING", "last"))
     for _ in range(3):
         expect(sub)
+
+
+def test_mixed_protocol_subscribers(diff, diff3, pub):
+    """One message to RESP2 and RESP3 subscribers of a channel, a pattern and a shard
+    channel (encoded once per protocol): each gets its own framing."""
+    for pair in (diff, diff3):
+        pair("SUBSCRIBE", "mix")
+        pair("PSUBSCRIBE", "m*")
+        pair("SSUBSCRIBE", "smix")
+    for _ in range(2):
+        pub("PUBLISH", "mix", "payload")
+        for pair in (diff, diff3):
+            expect(pair)
+            expect(pair)
+    pub("SPUBLISH", "smix", "shard")
+    for pair in (diff, diff3):
+        expect(pair)
+    nothing_pending(diff3)

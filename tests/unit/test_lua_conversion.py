@@ -137,3 +137,45 @@ def test_c_entry_and_python_callables_agree(monkeypatch):
     pytest.importorskip("pykv.scripting._luacall")
     with_c = _replies(monkeypatch, True)
     assert with_c == _replies(monkeypatch, False)
+
+
+FUNCTION_LIBRARY = b"""#!lua name=paths
+redis.register_function('set', function(k, a) return redis.call('set', k[1], a[1]) end)
+redis.register_function('args', function(k, a) return {k, a} end)
+redis.register_function('perr', function(k) return redis.pcall('nosuch') end)
+redis.register_function('err', function(k) return redis.call('incr', k[1]) end)
+redis.register_function('boom', function() error('boom') end)
+redis.register_function('resp3', function(k) redis.setresp(3) return redis.call('hgetall', 'h') end)
+redis.register_function('loaded', function() return loadstring('return type(KEYS)')() end)
+"""
+
+
+def _function_replies(monkeypatch, c_path: bool) -> list:
+    from pykv.assemble import build_server
+    from pykv.scripting import engine as engine_module
+    from pykv.scripting.functions import get_store
+    from pykv.server.client import Client
+
+    if not c_path:
+        monkeypatch.setattr(engine_module, "lua_c_calls", lambda engine, lua: None)
+    server = build_server()
+    engine = engine_module.get_engine(server)
+    assert (engine._c_binding is not None) == c_path
+    store = get_store(server)
+    store.create(FUNCTION_LIBRARY, False)
+    caller = Client(server, None, 0)
+    out = []
+    for name, fn in store.live.functions.items():
+        assert (fn.slot != 0) == c_path
+        ctx = engine_module.RunContext(caller, fn.name, False, True, b"fcall")
+        for resp in (2, 3):
+            caller.resp = resp
+            reply = engine.run(ctx, fn, 1, [b"k", b"v"], as_callback=True)
+            out.append((name, resp, type(reply).__name__, reply.data))
+    return out
+
+
+def test_fcall_c_entry_and_python_callback_agree(monkeypatch):
+    pytest.importorskip("pykv.scripting._luacall")
+    with_c = _function_replies(monkeypatch, True)
+    assert with_c == _function_replies(monkeypatch, False)
