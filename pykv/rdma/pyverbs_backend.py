@@ -221,6 +221,8 @@ class PyverbsMR(v.MemoryRegion):
 class PyverbsQP(v.QueuePair):
     """PD + comp channel + CQ(2048) + external RC QP for one CM id."""
 
+    drain_on_close = False   # a WC object per flushed receive (1024) is most of a teardown
+
     def __init__(self, pv: Any, cmid: Any, comp_vector: int, *, cq_size: int = 2048,
                  max_wr: int = 1024, ctx: Any = None) -> None:
         self.pv = pv
@@ -240,6 +242,8 @@ class PyverbsQP(v.QueuePair):
                              sq_sig_all=0)
         self.qp = pv.QP(self.pd, init)
         self.mrs: list[PyverbsMR] = []
+        self._sg: Any = None
+        self._recv_wrs: dict[tuple[int, int, int, int], Any] = {}
         self.closed = False
         self.events: list[int] = []
         self._modify(pv.e.IBV_QPS_INIT)
@@ -277,11 +281,28 @@ class PyverbsQP(v.QueuePair):
         return mr
 
     def _sge(self, mr: v.MemoryRegion, offset: int, length: int) -> Any:
-        return self.pv.SGE(mr.addr + offset, length, mr.lkey)
+        """The QP's one SGE, pointed at ``mr[offset:offset+length]``: a WR copies its
+        scatter list when it is made, so one object serves every WR built (every pyverbs
+        object made costs a ``logging.getLogger`` call: most of a request's time under
+        emulation)."""
+        sg = self._sg
+        if sg is None:
+            sg = self._sg = self.pv.SGE(mr.addr + offset, length, mr.lkey)
+        else:
+            sg.addr, sg.length, sg.lkey = mr.addr + offset, length, mr.lkey
+        return sg
 
     def post_recv(self, wr_id: int, mr: v.MemoryRegion, offset: int, length: int) -> None:
-        self._call(self.qp.post_recv,
-                   self.pv.RecvWR(wr_id=wr_id, num_sge=1, sg=[self._sge(mr, offset, length)]))
+        # a receive slot is reposted with the same WR every time: made once per slot
+        key = (wr_id, offset, length, mr.lkey)
+        wr = self._recv_wrs.get(key)
+        if wr is None:
+            wr = self._recv_wrs[key] = self.pv.RecvWR(
+                wr_id=wr_id, num_sge=1, sg=[self._sge(mr, offset, length)])
+        try:
+            self.qp.post_recv(wr)
+        except self.pv.PyverbsRDMAError as exc:
+            raise v.VerbsError(getattr(exc, "error_code", errno.EIO), str(exc)) from None
 
     def post_send(self, wr_id: int, mr: v.MemoryRegion, offset: int, length: int,
                   signaled: bool) -> None:
@@ -348,6 +369,7 @@ class PyverbsQP(v.QueuePair):
         if self.closed:
             return
         self.closed = True
+        self._recv_wrs.clear()
         for obj in (self.qp, self.cq, self.cc, *[m.mr for m in self.mrs], self.pd, self.cmid):
             try:
                 obj.close()

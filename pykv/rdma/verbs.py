@@ -106,6 +106,9 @@ class QueuePair(ABC):
     comp_fd: int = -1
     peer_address: str = ""
     local_address: str = ""
+    # the endpoint polls the completions a closing QP flushed before ``close``; False when
+    # destroying the QP and its CQ discards them anyway (and polling costs per completion)
+    drain_on_close: bool = True
 
     def aux_fds(self) -> list[int]:
         """Extra fds the event loop must watch and pass to ``pump`` (software fabric)."""
