@@ -111,7 +111,7 @@ def test_slices_islice_and_copy() -> None:
 def test_iterator_survives_changes() -> None:
     sl = ScoreList((float(i), b"%d" % i) for i in range(3000))
     seen = []
-    for score, member in sl.islice(0, 3000):
+    for score, _ in sl.islice(0, 3000):
         seen.append(score)
         if score == 10.0:
             del sl[0:5]  # positions shift: the walk continues by position, in bounds
