@@ -572,12 +572,13 @@ def _zremrange(c: Any, key: bytes, event: bytes, span_of: Any) -> int:
 def pop_items(c: Any, key: bytes, z: ZSet, count: int, pop_max: bool) -> list:
     """Remove and return up to ``count`` (score, member) pairs; events and dirty included."""
     n = min(count, len(z.scores))
-    sl = z.sl
     if pop_max:
-        items = list(sl.islice(len(sl) - n, len(sl), reverse=True))
-        z.remove_index_range(len(sl) - n, len(sl))
+        size = len(z.scores)
+        items = z.items(size - n, size)
+        items.reverse()
+        z.remove_index_range(size - n, size)
     else:
-        items = list(sl.islice(0, n))
+        items = z.items(0, n)
         z.remove_index_range(0, n)
     c.server.dirty += n
     notify(c.server, "z", b"zpopmax" if pop_max else b"zpopmin", key, c.db.id)

@@ -1,9 +1,9 @@
 """The sorted-set value type, and the range rules (score and lex bounds) Redis applies to it.
 
-A ``ZSet`` keeps a dict member -> score (O(1) ZSCORE, membership) and a
-``sortedcontainers.SortedList`` of ``(score, member)`` tuples ordered exactly as Redis's
-skiplist orders them (score, then bytes of the member), so rank, index, score and lex ranges
-are O(log n) bisections. Tuples compare in C, which keeps ZADD and ZRANGEBYSCORE lean.
+A ``ZSet`` keeps a dict member -> score (O(1) ZSCORE, membership) and a ``ScoreList``
+(pykv/storage/_scorelist.pyx) of (score, member) pairs as 16-byte C structs, ordered exactly
+as Redis's skiplist orders them (score, then bytes of the member), so rank, index, score and
+lex ranges are O(log n) bisections.
 
 While the encoding is ``listpack`` the pairs live in one packed buffer instead
 (``ListpackZset``: Redis's own listpack bytes, member then score text, in (score, member)
@@ -12,22 +12,16 @@ then a read-only view made per use; writes go through ``insert``/``update``/``re
 flips to False (the pairs move to the dict and sorted list) when an insert crosses
 ``zset-max-listpack-entries``/``-value`` and never flips back, except for the store commands
 that rebuild a destination (``convert_if_small``), as Redis 7.0 does.
-
-Hot paths peek at ``SortedList._lists``: while a set fits one sublist (under ~1000
-members) bisecting and slicing that plain list directly is several times cheaper.
 """
 from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left as _bisect_left
-from functools import partial
 from typing import Any
-
-from sortedcontainers import SortedList
 
 from pykv.protocol import format_double
 from pykv.storage._listpack import ListpackFull, ListpackZset
+from pykv.storage._scorelist import ScoreList
 from pykv.storage.values import Value
 
 _INF = math.inf
@@ -40,7 +34,7 @@ class ZSet(Value):
 
     # two slots (the 48-byte allocation class): ``scores`` is the dict, or while the
     # encoding is listpack the ListpackZset itself (it answers the dict subset); ``_sl`` is
-    # the SortedList, None while packed
+    # the ScoreList, None while packed
     __slots__ = ("scores", "_sl")
     type_name = b"zset"
 
@@ -50,7 +44,7 @@ class ZSet(Value):
             self._sl: Any = None
         else:
             self.scores = {}
-            self._sl = SortedList()
+            self._sl = ScoreList()
 
     @property
     def listpack(self) -> bool:
@@ -64,7 +58,7 @@ class ZSet(Value):
 
     @property
     def sl(self) -> Any:
-        """The SortedList of (score, member), or while packed a read-only view over the
+        """The ScoreList of (score, member), or while packed a read-only view over the
         listpack (made per use)."""
         sl = self._sl
         return self.scores.sorted_view() if sl is None else sl
@@ -80,7 +74,7 @@ class ZSet(Value):
             return ZSet(True, self.scores.copy())
         z = ZSet(False)
         z.scores = dict(self.scores)
-        z._sl = SortedList(self._sl)
+        z._sl = self._sl.copy()
         return z
 
     def memory_usage(self) -> int:
@@ -94,7 +88,7 @@ class ZSet(Value):
         if self._sl is None:
             pairs = self.scores.pairs()
             self.scores = {member: score for score, member in pairs}
-            self._sl = SortedList(pairs)
+            self._sl = ScoreList(pairs)
 
     # -- updates -------------------------------------------------------------------------
     def insert(self, member: bytes, score: float) -> None:
@@ -111,7 +105,7 @@ class ZSet(Value):
             except ListpackFull:  # lpSafeToAdd: past 1 GB the set converts first
                 self.to_skiplist()
         self.scores[member] = score
-        self._sl.add((score, member))
+        self._sl.insert(score, member)
 
     def update(self, member: bytes, old: float, new: float) -> None:
         sl = self._sl
@@ -120,8 +114,8 @@ class ZSet(Value):
             self.insert(member, new)
             return
         self.scores[member] = new
-        sl.remove((old, member))
-        sl.add((new, member))
+        sl.discard(old, member)
+        sl.insert(new, member)
 
     def remove(self, member: bytes) -> bool:
         sl = self._sl
@@ -130,7 +124,7 @@ class ZSet(Value):
         score = self.scores.pop(member, None)
         if score is None:
             return False
-        sl.remove((score, member))
+        sl.discard(score, member)
         return True
 
     def check_listpack(self, member_len: int, max_entries: int, max_value: int) -> None:
@@ -165,7 +159,7 @@ class ZSet(Value):
             self.scores.remove_range(lo, hi)
             return hi - lo
         scores = self.scores
-        for _, member in sl.islice(lo, hi):
+        for _, member in sl.items(lo, hi):
             del scores[member]
         del sl[lo:hi]
         return hi - lo
@@ -178,7 +172,7 @@ class ZSet(Value):
         score = self.scores.get(member)
         if score is None:
             return None
-        return sl.bisect_left((score, member))
+        return sl.rank(score, member)
 
     def score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Sorted positions [lo, hi) of the elements whose score is inside ``rng``."""
@@ -187,19 +181,21 @@ class ZSet(Value):
         sl = self._sl
         n = len(self.scores)
         if sl is None:
-            bisect = self.scores.bisect
+            packed_bisect = self.scores.bisect
+
+            def bisect(score: float) -> int:
+                return packed_bisect((score,))
         else:
-            lists = sl._lists  # one sublist (small sets): bisect it directly, in C
-            bisect = partial(_bisect_left, lists[0]) if len(lists) == 1 else sl.bisect_left
+            bisect = sl.bisect_score
         mn, mx = rng.min, rng.max
         if rng.minex:
-            lo = bisect((_nextafter(mn, _INF),)) if mn != _INF else n
+            lo = bisect(_nextafter(mn, _INF)) if mn != _INF else n
         else:
-            lo = bisect((mn,))
+            lo = bisect(mn)
         if rng.maxex:
-            hi = bisect((mx,))
+            hi = bisect(mx)
         else:
-            hi = bisect((_nextafter(mx, _INF),)) if mx != _INF else n
+            hi = bisect(_nextafter(mx, _INF)) if mx != _INF else n
         return lo, max(lo, hi)
 
     def items(self, lo: int, hi: int) -> list[tuple[float, bytes]]:
@@ -207,10 +203,7 @@ class ZSet(Value):
         sl = self._sl
         if sl is None:
             return self.scores.pairs(lo, max(lo, hi))
-        lists = sl._lists
-        if len(lists) == 1:
-            return lists[0][lo:hi]
-        return sl[lo:hi]
+        return sl.items(lo, hi)
 
     def lex_span(self, rng: LexRange) -> tuple[int, int]:
         """Sorted positions [lo, hi) of the members inside ``rng``.

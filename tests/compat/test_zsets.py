@@ -416,3 +416,40 @@ def test_conversion_inside_one_zadd(diff):
     diff("ZRANGE", "p", "(0", "+inf", "BYSCORE", "WITHSCORES")
     diff("ZUNIONSTORE", "u", "2", "p", "z", "WEIGHTS", "1", "0.5")
     diff("DUMP", "u")
+
+
+def test_big_zsets_across_blocks(diff):
+    """A skiplist zset of a few thousand members (several ScoreList blocks) under random
+    adds, score updates, removals and range reads, reply for reply."""
+    rng = random.Random(15)
+    names = [f"m{i:05d}".encode() for i in range(5000)]
+    for start in range(0, 5000, 500):
+        diff("ZADD", "big", *sum(([str(rng.randrange(-300, 300) / 4), m]
+                                  for m in names[start:start + 500]), []))
+    for _ in range(300):
+        op = rng.randrange(9)
+        a, b = sorted(rng.randrange(-6000, 6000) for _ in range(2))
+        lo, hi = sorted(rng.randrange(-80, 80) for _ in range(2))
+        if op == 0:
+            diff("ZADD", "big", str(rng.randrange(-300, 300) / 4), rng.choice(names))
+        elif op == 1:
+            diff("ZINCRBY", "big", str(rng.randrange(-20, 20)), rng.choice(names))
+        elif op == 2:
+            diff("ZREM", "big", *rng.sample(names, 5))
+        elif op == 3:
+            diff("ZRANGE", "big", a, b, "WITHSCORES")
+        elif op == 4:
+            diff("ZREVRANGEBYSCORE", "big", hi, f"({lo}", "WITHSCORES", "LIMIT", "3", "40")
+        elif op == 5:
+            diff("ZRANK", "big", rng.choice(names))
+            diff("ZREVRANK", "big", rng.choice(names))
+        elif op == 6:
+            diff("ZCOUNT", "big", lo, f"({hi}")
+        elif op == 7:
+            diff("ZPOPMIN" if rng.random() < 0.5 else "ZPOPMAX", "big", rng.randrange(0, 30))
+        else:
+            diff("ZREMRANGEBYRANK", "big", a // 10, a // 10 + rng.randrange(0, 1500))
+        diff("ZCARD", "big")
+    diff("ZRANGE", "big", "0", "-1", "WITHSCORES")
+    diff("ZRANGEBYSCORE", "big", "-inf", "+inf")
+    diff("OBJECT", "ENCODING", "big")

@@ -220,7 +220,7 @@ def test_zset_pack_matches_a_sorted_model(ops: list, probes: list) -> None:
 
 def test_zset_small_is_two_slots_and_its_listpack() -> None:
     """A small zset carries no view objects: ``scores`` is the listpack, ``sl`` is made per
-    use; converting moves the pairs to a dict and a SortedList."""
+    use; converting moves the pairs to a dict and a ScoreList."""
     from types import SimpleNamespace
 
     from pykv.storage._listpack import ListpackZset
