@@ -113,6 +113,7 @@ cdef class KeyTable:
             if ix == EMPTY:
                 return -1
             if ix >= 0 and _same_key(self.entries[ix].key, key, h):
+                self.found = ix
                 return ix
             i = (i + 1) & self.mask
 
@@ -344,6 +345,20 @@ cdef class KeyTable:
         if ix < 0:
             return default
         return self._val(&self.entries[ix])
+
+    cpdef replace_found(self, key, value):
+        """``store`` for a key the last lookup just found (INCR's read-modify-write): the
+        entry that lookup returned is reused without a probe when it still holds ``key``."""
+        cdef Py_ssize_t ix = self.found
+        cdef PyObject* old
+        if (not self.int_values and 0 <= ix < self.n_entries and self.entries[ix].key is not NULL
+                and _same_key(self.entries[ix].key, key, PyObject_Hash(key))):
+            old = self.entries[ix].value
+            Py_INCREF(value)
+            self.entries[ix].value = <PyObject*>value
+            Py_XDECREF(old)
+            return
+        self.put(key, value)
 
     def pop(self, key, default=_MISSING):
         value = self.remove(key)
