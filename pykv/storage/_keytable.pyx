@@ -33,16 +33,25 @@ cdef enum:
 
 cdef object _MISSING = object()
 
+cdef extern from "Python.h":
+    ctypedef struct PyBytesObject:
+        Py_hash_t ob_shash  # the cached hash (-1: not computed yet)
+
 
 cdef inline bint _same_key(PyObject* stored, object key, Py_hash_t h) except -1:
     cdef object s
+    cdef Py_hash_t sh
     if stored == <PyObject*>key:
         return True
     s = <object>stored
     if PyBytes_CheckExact(s) and PyBytes_CheckExact(key):
         if PyBytes_GET_SIZE(s) != PyBytes_GET_SIZE(key):
             return False
-        if PyObject_Hash(s) != h:
+        # a stored key's hash is cached in the object: read it without the call
+        sh = (<PyBytesObject*>stored).ob_shash
+        if sh == -1:
+            sh = PyObject_Hash(s)
+        if sh != h:
             return False
         return memcmp(PyBytes_AS_STRING(s), PyBytes_AS_STRING(key),
                       PyBytes_GET_SIZE(s)) == 0
