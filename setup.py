@@ -47,6 +47,7 @@ PYX_MODULES = [
 COMPILED_PY_MODULES = [
     "pykv/storage/keyspace.py",
     "pykv/commands/strings.py",
+    "pykv/commands/connection.py",  # PING: the ping_inline/ping_mbulk benchmarks' handler
     "pykv/commands/lists.py",
     "pykv/commands/hashes.py",
     "pykv/commands/sets.py",

@@ -465,7 +465,10 @@ def _incr_command(c: Any, key: bytes, delta: int) -> int:
         new = current + delta
         if new > LLONG_MAX or new < LLONG_MIN:
             raise errors.INCR_OVERFLOW
-        db.replace_value(key, ll2bytes(new))
+        if t is bytes:  # int-encoded before and after: the same memory estimate
+            db.replace_counter(key, ll2bytes(new))
+        else:
+            db.replace_value(key, ll2bytes(new))
     server = c.server
     server.dirty += 1
     if server.keyspace_notifier is not None:

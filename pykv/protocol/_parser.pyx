@@ -12,7 +12,8 @@ including their quirks, because clients and tests observe them:
 ``get_command()`` hands out one command at a time so that the dispatcher can stop between
 commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 """
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize,
+                                 PyByteArray_GET_SIZE)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from cpython.list cimport PyList_GET_SIZE
@@ -151,9 +152,13 @@ cpdef list split_args(bytes line):
 
     Returns None for unbalanced quotes (or a closing quote not followed by a space).
     """
-    cdef const char *p = line
-    cdef Py_ssize_t n = len(line)
+    return _split(line, len(line))
+
+
+cdef list _split(const char *p, Py_ssize_t n):
+    """``split_args`` over ``n`` bytes at ``p``."""
     cdef Py_ssize_t i = 0
+    cdef Py_ssize_t start
     cdef list out = []
     cdef bytearray cur
     cdef bint inq, insq, done
@@ -164,7 +169,16 @@ cpdef list split_args(bytes line):
             i += 1
         if i >= n:
             return out
-        cur = bytearray()
+        # a plain word (no quote in it: the common case) is one copy out of the line
+        start = i
+        while i < n and not ends_word(p[i]) and p[i] != b'"' and p[i] != b"'":
+            i += 1
+        if i >= n or ends_word(p[i]):
+            out.append(PyBytes_FromStringAndSize(p + start, i - start))
+            if i < n:
+                i += 1
+            continue
+        cur = PyByteArray_FromStringAndSize(p + start, i - start)
         inq = insq = done = False
         while not done:
             if inq:
@@ -225,7 +239,8 @@ cpdef list split_args(bytes line):
                     cur.append(<unsigned char>c)
             if i < n:
                 i += 1
-        out.append(bytes(cur))
+        out.append(PyBytes_FromStringAndSize(PyByteArray_AS_STRING(cur),
+                                             PyByteArray_GET_SIZE(cur)))
 
 
 cdef class RequestParser:
@@ -330,7 +345,7 @@ cdef class RequestParser:
             raise ProtocolError("Protocol error: too big inline request")
         if line_end > self.pos and p[line_end - 1] == b'\r':
             line_end -= 1
-        args = split_args(PyBytes_FromStringAndSize(p + self.pos, line_end - self.pos))
+        args = _split(p + self.pos, line_end - self.pos)
         if args is None:
             raise ProtocolError("Protocol error: unbalanced quotes in request")
         self.pos = (nl - p) + 1

@@ -51,12 +51,17 @@ class OutputLimits:
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.min_limit = 0
         server.config.on_change("client-output-buffer-limit", self._on_config)
         self._on_config(None)
 
     def _on_config(self, _value: Any) -> None:
         limits = self.server.config.client_output_buffer_limit
         self.server.obuf_limits_on = any(hard or soft for hard, soft, _ in limits.values())
+        # the smallest hard or soft limit set: a client with less unsent output is within
+        # its class's limits whatever the class (ClientCore.limits_reached's fast path)
+        self.min_limit = min((x for hard, soft, _ in limits.values() for x in (hard, soft) if x),
+                             default=0)
 
     def over_limit(self, client: Any) -> bool:
         """Whether ``client`` has reached its class's hard limit, or has been at or over the

@@ -18,6 +18,7 @@ cdef class KeyTable:
     cdef readonly long long mem_total
     cdef readonly Py_ssize_t rebuilds
     cdef bint int_values  # IntTable: the value is the int64 in access/mem
+    cdef Py_ssize_t found  # the entry index the last find() returned (a hint, checked on use)
 
     cdef void _release(self) noexcept
     cdef object _val(self, Entry* e)
@@ -36,6 +37,7 @@ cdef class KeyTable:
     cpdef object get_mem(self, key)
     cpdef set_mem(self, key, long long mem)
     cpdef get(self, key, default=*)
+    cpdef replace_found(self, key, value)
 
 
 cdef class IntTable(KeyTable):

@@ -34,16 +34,25 @@ cdef enum:
 
 cdef object _MISSING = object()
 
+cdef extern from "Python.h":
+    ctypedef struct PyBytesObject:
+        Py_hash_t ob_shash  # the cached hash (-1: not computed yet)
+
 
 cdef inline bint _same_key(PyObject* stored, object key, Py_hash_t h) except -1:
     cdef object s
+    cdef Py_hash_t sh
     if stored == <PyObject*>key:
         return True
     s = <object>stored
     if PyBytes_CheckExact(s) and PyBytes_CheckExact(key):
         if PyBytes_GET_SIZE(s) != PyBytes_GET_SIZE(key):
             return False
-        if PyObject_Hash(s) != h:
+        # a stored key's hash is cached in the object: read it without the call
+        sh = (<PyBytesObject*>stored).ob_shash
+        if sh == -1:
+            sh = PyObject_Hash(s)
+        if sh != h:
             return False
         return memcmp(PyBytes_AS_STRING(s), PyBytes_AS_STRING(key),
                       PyBytes_GET_SIZE(s)) == 0
@@ -105,6 +114,7 @@ cdef class KeyTable:
             if ix == EMPTY:
                 return -1
             if ix >= 0 and _same_key(self.entries[ix].key, key, h):
+                self.found = ix
                 return ix
             i = (i + 1) & self.mask
 
@@ -336,6 +346,20 @@ cdef class KeyTable:
         if ix < 0:
             return default
         return self._val(&self.entries[ix])
+
+    cpdef replace_found(self, key, value):
+        """``store`` for a key the last lookup just found (INCR's read-modify-write): the
+        entry that lookup returned is reused without a probe when it still holds ``key``."""
+        cdef Py_ssize_t ix = self.found
+        cdef PyObject* old
+        if (not self.int_values and 0 <= ix < self.n_entries and self.entries[ix].key is not NULL
+                and _same_key(self.entries[ix].key, key, PyObject_Hash(key))):
+            old = self.entries[ix].value
+            Py_INCREF(value)
+            self.entries[ix].value = <PyObject*>value
+            Py_XDECREF(old)
+            return
+        self.put(key, value)
 
     def pop(self, key, default=_MISSING):
         value = self.remove(key)

@@ -44,3 +44,4 @@ cdef class Database:
     cpdef replace_value(self, key, value)
     cpdef _remove(self, key)
     cdef _signal(self, key)
+    cpdef replace_counter(self, key, value)

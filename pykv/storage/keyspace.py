@@ -242,6 +242,12 @@ class Database:
         self.mem_dirty.add(key)
         self._signal(key)
 
+    def replace_counter(self, key: bytes, value: bytes) -> None:
+        """INCR's store over the canonical integer ``get`` just returned: the entry that
+        lookup found, and no memory re-estimate (an int-encoded string stays one robj)."""
+        self.data.replace_found(key, value)
+        self._signal(key)
+
     def delete(self, key: bytes) -> bool:
         """Delete a live key; False if it did not exist (or had already expired)."""
         if self.get(key, touch=False) is None:

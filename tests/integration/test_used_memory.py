@@ -31,6 +31,9 @@ def _fields(cmd: str, key: str, n: int, pair: bool, score: bool = False) -> list
 CASES = {
     "string-100": (5000, lambda k: _string(k)),
     "string-int": (5000, lambda k: [("SET", k, "123456")]),
+    # INCR over an int-encoded string (no re-estimate) and over an APPENDed raw one
+    "string-incr": (5000, lambda k: [("SET", k, "99999"), ("INCR", k)]),
+    "string-raw-incr": (5000, lambda k: [("SET", k, "12345"), ("APPEND", k, "6"), ("INCR", k)]),
     "string-1000": (2000, lambda k: _string(k, 1000)),
     "hash-10": (2000, lambda k: _fields("HSET", k, 10, True)),
     "hash-1000": (20, lambda k: _fields("HSET", k, 1000, True)),

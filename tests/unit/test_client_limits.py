@@ -134,6 +134,20 @@ def test_replica_clients_get_the_replica_limit():
     assert not limits.over_limit(normal)  # the normal class has no limit by default
 
 
+def test_min_limit_is_the_smallest_limit_of_any_class():
+    config = Config()
+    server = SimpleNamespace(config=config, obuf_limits_on=False)
+    limits = OutputLimits(server)
+    assert limits.min_limit == 8 << 20  # Redis's defaults: pubsub 32mb 8mb, replica 256mb 64mb
+    config.set("client-output-buffer-limit", ["normal", "0", "3mb", "0"])
+    limits._on_config(None)
+    assert limits.min_limit == 3 << 20
+    config.set("client-output-buffer-limit",
+               ["normal", "0", "0", "0", "pubsub", "0", "0", "0", "slave", "0", "0", "0"])
+    limits._on_config(None)
+    assert (server.obuf_limits_on, limits.min_limit) == (False, 0)
+
+
 class FakeServer(SimpleNamespace):
     def remove_client(self, c) -> None:
         self.clients.pop(c.id, None)

@@ -146,3 +146,31 @@ def test_random_key_reaches_every_key():
         del table[b"%d" % i]
     picks = {table.random_key() for _ in range(3000)}
     assert picks == set(table)
+
+
+def test_replace_found_reuses_the_last_lookup_only_while_it_holds_the_key():
+    rng = random.Random(11)
+    table, model = KeyTable(), {}
+    for step in range(20_000):
+        op = rng.random()
+        if op < 0.3:
+            table.get(b"k%d" % rng.randrange(500))  # the hint: often another key, or none
+        elif op < 0.45:
+            gone = b"k%d" % rng.randrange(500)  # holes; rebuilds move the entries
+            table.pop(gone, None)
+            model.pop(gone, None)
+        key = b"k%d" % rng.randrange(500)
+        value = b"v%d" % step
+        table.replace_found(key, value)
+        model[key] = value
+        assert table.get(key) == value
+    assert dict(table.items()) == model
+
+
+def test_replace_found_keeps_the_entry_clock_and_memory():
+    table = KeyTable()
+    table.put_touch(b"a", b"1", 1234)
+    table.set_mem(b"a", 77)
+    assert table.get_touch(b"a", 1234) == b"1"
+    table.replace_found(b"a", b"2")
+    assert (table.get(b"a"), table.get_access(b"a"), table.get_mem(b"a")) == (b"2", 1234, 77)
