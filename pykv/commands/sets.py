@@ -59,22 +59,26 @@ def _removed_if_empty(c: Any, key: bytes, value: SetValue) -> None:
 # -- single-set writes -----------------------------------------------------------------------
 @command("sadd")
 def sadd(c, argv):
+    return _sadd(c, argv)
+
+
+def _sadd(c: Any, argv: list[bytes]) -> int:
+    # typed in sets.pxd: ``db`` and ``server`` are C-level types
     key = argv[1]
     db = c.db
+    server = c.server
     value = db.get(key)
-    config = c.server.config
     if value is None:
         value = SetValue(intset=is_int_member(argv[2]))
-        added = value.add_many(argv[2:], config)
+        added = value.add_many(argv[2:], server.config)
         db.set(key, value)
     elif type(value) is SetValue:
-        added = value.add_many(argv[2:], config)
+        added = value.add_many(argv[2:], server.config)
         if added:
             db.modified(key)
     else:
         raise _WRONGTYPE
     if added:
-        server = c.server
         if server.keyspace_notifier is not None:
             notify(server, "s", b"sadd", key, db.id)
         server.dirty += added
@@ -170,15 +174,21 @@ def spop(c, argv):
         return _spop_count(c, argv)
     if len(argv) > 3:
         raise errors.SYNTAX
-    key = argv[1]
-    value = get_set(c.db, key)
+    return _spop_one(c, argv[1])
+
+
+def _spop_one(c: Any, key: bytes) -> Any:
+    # typed in sets.pxd
+    db = c.db
+    value = get_set(db, key)
     if value is None:
         return None
     member = value.random_member()
     value.s.remove(member)
-    notify(c.server, "s", b"spop", key, c.db.id)
+    server = c.server
+    notify(server, "s", b"spop", key, db.id)
     _removed_if_empty(c, key, value)
-    c.server.dirty += 1
+    server.dirty += 1
     c.propagate_as([b"SREM", key, member])  # the random choice, made deterministic
     return member
 

@@ -1,0 +1,14 @@
+# Types for the compiled sets.py's hottest paths (SADD, the plain SPOP): the client, its
+# server and its database are C-level types (pykv/server/_core.pxd,
+# pykv/storage/keyspace.pxd), as in strings.pxd.
+cimport cython
+
+from pykv.server._core cimport ClientCore, ServerCore
+from pykv.storage.keyspace cimport Database
+
+
+@cython.locals(db=Database, server=ServerCore)
+cdef _sadd(ClientCore c, list argv)
+
+@cython.locals(db=Database, server=ServerCore)
+cdef _spop_one(ClientCore c, key)
