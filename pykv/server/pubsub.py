@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pykv.protocol import Push
+from pykv.protocol import Push, encode_reply, write_reply
 from pykv.server.notify import notify
 from pykv.util.glob import stringmatch
 
@@ -97,42 +97,29 @@ class PubSub:
     def publish(self, channel: bytes, message: bytes) -> int:
         """Deliver to channel subscribers and matching patterns; the number of receivers."""
         receivers = 0
+        server = self.server
         clients = self.channels.get(channel)
         if clients:
-            msg = Push([b"message", channel, message])
             receivers += len(clients)
-            for client in list(clients):
-                self.deliver(client, msg)
+            _fan_out(server, clients, Push([b"message", channel, message]))
         if self.patterns:
             for pattern, clients in list(self.patterns.items()):
                 if not stringmatch(pattern, channel):
                     continue
-                msg = Push([b"pmessage", pattern, channel, message])
                 receivers += len(clients)
-                for client in list(clients):
-                    self.deliver(client, msg)
+                _fan_out(server, clients, Push([b"pmessage", pattern, channel, message]))
         return receivers
 
     def spublish(self, channel: bytes, message: bytes) -> int:
         clients = self.shard_channels.get(channel)
         if not clients:
             return 0
-        msg = Push([b"smessage", channel, message])
-        n = len(clients)
-        for client in list(clients):
-            self.deliver(client, msg)
-        return n
+        _fan_out(self.server, clients, Push([b"smessage", channel, message]))
+        return len(clients)
 
     def deliver(self, client: Client, message: Push) -> None:
         """Write one message to a subscriber, enforcing its output buffer limit."""
-        if client.closed or client.closing:
-            return
-        client.add_push(message)
-        if self.server.obuf_limits_on and self.server.output_limits.check(client):
-            return
-        # one write per subscriber per loop iteration, not per message: the flush runs
-        # right after the current callback (the publisher's batch, a timer) completes
-        self.server.defer_flush(client)
+        _deliver(self.server, client, message, None)
 
     # -- keyspace notifications -------------------------------------------------------
     def _on_events_config(self, value: str) -> None:
@@ -182,3 +169,40 @@ def _remove(registry: Registry, own: set[bytes], client: Client, name: bytes) ->
 
 def install(server: Server) -> PubSub:
     return PubSub(server)
+
+
+# -- delivery (typed in pubsub.pxd) -----------------------------------------------------
+def _fan_out(server: Any, clients: dict, message: Push) -> None:
+    """One message to every client of a registry entry, encoded once per protocol."""
+    encoded = [None, None, None, None]  # by RESP version
+    for client in list(clients):
+        resp = client.resp
+        data = encoded[resp]
+        if data is None:
+            data = encoded[resp] = encode_reply(message, resp)
+        _deliver(server, client, message, data)
+
+
+def _deliver(server: Any, client: Any, message: Push, data: bytes | None) -> None:
+    """``message`` (or its encoding ``data``, which wins) to one subscriber: out-of-band as
+    ``Client.add_push`` writes it (whatever CLIENT REPLY says), then the output buffer
+    limit, then a flush at the end of the current callback."""
+    if client.closed or client.closing:
+        return
+    if data is None:
+        write_reply(client.out, message, client.resp)
+    else:
+        client.out += data
+    if server.obuf_limits_on:
+        limits = server.output_limits
+        # under the smallest limit of any class, with no soft-limit clock running, no
+        # class's limit is reached: the full check (Python) is skipped, as in
+        # ClientCore.limits_reached
+        conn = client.conn
+        if getattr(client, "obuf_soft_since", 0.0) or len(client.out) + (
+                0 if conn is None else conn.pending_write_bytes()) >= limits.min_limit:
+            if limits.check(client):
+                return
+    # one write per subscriber per loop iteration, not per message: the flush runs
+    # right after the current callback (the publisher's batch, a timer) completes
+    server.defer_flush(client)
