@@ -4,7 +4,12 @@
 # types: their callers in pykv.commands.streams do not know the type, so every method call
 # built a bound method.)
 
+cimport cython
+
 cpdef int lp_int_size(long long value)
+cpdef _int_like(item)
+@cython.locals(n=Py_ssize_t, head=Py_ssize_t)
+cpdef Py_ssize_t lp_str_size(item) except -1
 
 
 cdef class Node:
@@ -13,3 +18,6 @@ cdef class Node:
     cdef public Py_ssize_t live, dead, body_bytes
 
     cpdef Py_ssize_t lp_bytes(self)
+    @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
+                   fields=tuple, same=bint)
+    cpdef append(self, sid, list flat, int flags=*)

@@ -136,8 +136,14 @@ class Node:
 
     def append(self, sid: StreamID, flat: list[bytes], flags: int = -1) -> None:
         nfields = len(flat) // 2
-        if flags < 0:
-            same = tuple(flat[0::2]) == self.fields
+        if flags < 0:  # the same field names as the master entry (no tuple built)
+            fields = self.fields
+            same = len(fields) == nfields
+            if same:
+                for i in range(nfields):
+                    if flat[2 * i] != fields[i]:
+                        same = False
+                        break
             flags = FLAG_SAMEFIELDS if same else 0
         size = lp_int_size(flags)
         master = self.master
@@ -147,10 +153,13 @@ class Node:
         delta = sid[1] - master[1]
         size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
         if flags & FLAG_SAMEFIELDS:
-            size += sum(map(lp_str_size, flat[1::2]))
+            for i in range(1, len(flat), 2):
+                size += lp_str_size(flat[i])
             lp_count = nfields + 3
         else:
-            size += lp_int_size(nfields) + sum(map(lp_str_size, flat))
+            size += lp_int_size(nfields)
+            for item in flat:
+                size += lp_str_size(item)
             lp_count = nfields * 2 + 4
         size += lp_int_size(lp_count)
         self.body_bytes += size
