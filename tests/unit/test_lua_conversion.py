@@ -112,16 +112,23 @@ PATH_SCRIPTS = [
 ]
 
 
-def _replies(monkeypatch, c_path: bool) -> list:
+def _scripting(monkeypatch, c_path: bool) -> tuple:
+    """A fresh server's script engine (with or without the Lua C entry) and a caller."""
     from pykv.assemble import build_server
     from pykv.scripting import engine as engine_module
     from pykv.server.client import Client
 
     if not c_path:
         monkeypatch.setattr(engine_module, "lua_c_calls", lambda engine, lua: None)
-    engine = Engine(build_server())
+    engine = engine_module.get_engine(build_server())
     assert (engine._c_binding is not None) == c_path
-    caller = Client(engine.server, None, 0)
+    return engine, Client(engine.server, None, 0)
+
+
+def _replies(monkeypatch, c_path: bool) -> list:
+    from pykv.scripting import engine as engine_module
+
+    engine, caller = _scripting(monkeypatch, c_path)
     out = []
     for source in PATH_SCRIPTS:
         sha = engine.cache_script(source.encode())
@@ -151,19 +158,12 @@ redis.register_function('loaded', function() return loadstring('return type(KEYS
 
 
 def _function_replies(monkeypatch, c_path: bool) -> list:
-    from pykv.assemble import build_server
     from pykv.scripting import engine as engine_module
     from pykv.scripting.functions import get_store
-    from pykv.server.client import Client
 
-    if not c_path:
-        monkeypatch.setattr(engine_module, "lua_c_calls", lambda engine, lua: None)
-    server = build_server()
-    engine = engine_module.get_engine(server)
-    assert (engine._c_binding is not None) == c_path
-    store = get_store(server)
+    engine, caller = _scripting(monkeypatch, c_path)
+    store = get_store(engine.server)
     store.create(FUNCTION_LIBRARY, False)
-    caller = Client(server, None, 0)
     out = []
     for name, fn in store.live.functions.items():
         assert (fn.slot != 0) == c_path
