@@ -95,3 +95,4 @@ cdef class ClientCore:
     cpdef execute(self, list argv)
     cpdef reject(self, err, cmd)
     cpdef call(self, CommandCore cmd, list argv)
+    cpdef bint output_limit_closed(self) except -1

@@ -513,20 +513,28 @@ cdef class ClientCore:
         elif self.reply_mode == 3:  # REPLY_SKIP: this reply is the skipped one
             self.reply_mode = 0
 
+    cpdef bint output_limit_closed(self) except -1:
+        """Check the output buffer limit (Redis's closeClientOnOutputBufferLimitReached);
+        True if this client was closed by it."""
+        server = self.server
+        if not server.obuf_limits_on:
+            return False
+        limits = server.output_limits
+        # under the smallest limit of any class (and no soft clock running) no class's
+        # limit is reached: the full check would answer False (Redis defaults limit
+        # only replicas and pub/sub clients, so this skips it for nearly every batch)
+        if getattr(self, "obuf_soft_since", 0) or len(self.out) + (
+                0 if self.conn is None else self.conn.pending_write_bytes()
+        ) >= limits.min_limit:
+            return limits.check(self)
+        return False
+
     def limits_reached(self):
         """Check the output buffer limit, then client eviction; True if this client was
         closed by either."""
+        if self.output_limit_closed():
+            return True
         server = self.server
-        if server.obuf_limits_on:
-            limits = server.output_limits
-            # under the smallest limit of any class (and no soft clock running) no class's
-            # limit is reached: the full check would answer False (Redis defaults limit
-            # only replicas and pub/sub clients, so this skips it for nearly every batch)
-            if getattr(self, "obuf_soft_since", 0) or len(self.out) + (
-                    0 if self.conn is None else self.conn.pending_write_bytes()
-            ) >= limits.min_limit:
-                if limits.check(self):
-                    return True
         return server.client_evict_on and server.client_evictor.check(self)
 
     def flush(self):

@@ -59,7 +59,7 @@ class OutputLimits:
         limits = self.server.config.client_output_buffer_limit
         self.server.obuf_limits_on = any(hard or soft for hard, soft, _ in limits.values())
         # the smallest hard or soft limit set: a client with less unsent output is within
-        # its class's limits whatever the class (ClientCore.limits_reached's fast path)
+        # its class's limits whatever the class (ClientCore.output_limit_closed's fast path)
         self.min_limit = min((x for hard, soft, _ in limits.values() for x in (hard, soft) if x),
                              default=0)
 

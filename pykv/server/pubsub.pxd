@@ -9,5 +9,4 @@ from pykv.server._core cimport ClientCore, ServerCore
 @cython.locals(client=ClientCore, resp=int, encoded=list)
 cdef _fan_out(ServerCore server, dict clients, message)
 
-@cython.locals(conn=object)
 cdef _deliver(ServerCore server, ClientCore client, message, data)

@@ -193,16 +193,8 @@ def _deliver(server: Any, client: Any, message: Push, data: bytes | None) -> Non
         write_reply(client.out, message, client.resp)
     else:
         client.out += data
-    if server.obuf_limits_on:
-        limits = server.output_limits
-        # under the smallest limit of any class, with no soft-limit clock running, no
-        # class's limit is reached: the full check (Python) is skipped, as in
-        # ClientCore.limits_reached
-        conn = client.conn
-        if getattr(client, "obuf_soft_since", 0.0) or len(client.out) + (
-                0 if conn is None else conn.pending_write_bytes()) >= limits.min_limit:
-            if limits.check(client):
-                return
+    if client.output_limit_closed():
+        return
     # one write per subscriber per loop iteration, not per message: the flush runs
     # right after the current callback (the publisher's batch, a timer) completes
     server.defer_flush(client)
