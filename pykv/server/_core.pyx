@@ -26,8 +26,7 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
-from pykv.protocol.types import QUEUED, ErrorReply
-from pykv.server.watch import discard_transaction
+from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport write_reply
@@ -37,6 +36,9 @@ _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``c
 cdef object _real_perf_ns = time.perf_counter_ns
 cdef type _ErrorReply = ErrorReply
 cdef object _QUEUED = QUEUED
+cdef type _RawReply = RawReply
+# EXEC's array headers for the common queue lengths
+cdef tuple _ARRAY_HEADERS = tuple(b"*%d\r\n" % n for n in range(64))
 cdef object _LOADING = errors.LOADING
 
 
@@ -356,7 +358,7 @@ cdef class ClientCore:
             err = server.cluster.check(self, cmd, argv)
             if err is not None:
                 if cmd.fullname == "exec":
-                    discard_transaction(self)
+                    self.discard_transaction()
                 elif self.multi is not None:
                     self.multi_dirty = True
                 cmd.rejected_calls += 1
@@ -402,8 +404,11 @@ cdef class ClientCore:
             server.postpone(self, argv)
             return
         if self.multi is not None and not cmd.multi_immediate:
-            self.multi.append((cmd, argv))
-            self.add_reply(_QUEUED)
+            (<list>self.multi).append((cmd, argv))
+            if self.reply_mode == 0:
+                write_reply(self.out, _QUEUED, self.resp)
+            else:
+                self.add_reply(_QUEUED)
             return
         self.call(cmd, argv)
         if server.ready_keys:  # keys that blocked clients wait on were written
@@ -416,7 +421,7 @@ cdef class ClientCore:
             if (<CommandCore>cmd).fullname == "exec":
                 # Redis's execCommandAbort (EXEC refused: arity, NOAUTH, BUSY, LOADING...)
                 err = errors.exec_abort(err)
-                discard_transaction(self)
+                self.discard_transaction()
         if self.multi is not None:
             self.multi_dirty = True
         self.server.count_error(err)
@@ -483,6 +488,60 @@ cdef class ClientCore:
         if tracking is not None:  # keys read, and this client's invalidations after its reply
             tracking.leave(self, cmd, argv)
         return reply
+
+    # -- transactions (pykv.commands.transactions) ---------------------------------------
+    cpdef discard_transaction(self):
+        """Leave MULTI state and drop the watches (DISCARD, EXEC, RESET, disconnect)."""
+        self.multi = None
+        self.multi_dirty = False
+        self.watch_dirty = False
+        if self.watched:
+            (<object>self.server).watches.unwatch_all(self)
+
+    cpdef run_transaction(self, list queue):
+        """EXEC's run of its queue (MULTI state already left): the array header, then every
+        command through ``call`` as if sent alone, with no rollback (a failing command is
+        an error element), blocking commands answering at once, the ACL rules re-checked,
+        and the effects propagated inside one MULTI/EXEC. Returns ``NO_REPLY``."""
+        cdef ServerCore server = self.server
+        cdef bint was_denying = self.deny_blocking
+        cdef Py_ssize_t n = len(queue)
+        cdef tuple entry
+        cluster = server.cluster
+        if cluster is not None:  # the one slot the transaction's scripts share (script_cluster)
+            (<object>self).exec_slot = cluster.first_slot(queue)
+        if self.reply_mode == 0 and n < 64:
+            self.out += <bytes>_ARRAY_HEADERS[n]
+        else:
+            self.add_reply(_RawReply(b"*%d\r\n" % n))
+        self.deny_blocking = True
+        if server.propagate is None:  # no sink: Server.begin_effects would only count
+            server.effects_depth += 1
+            marks = None
+        else:
+            marks = server.begin_effects(self.db_index)
+        # the ACL rules may have changed since the commands were queued (pykv.acl)
+        acl_user = self.acl_user if self.acl_restricted else None
+        try:
+            for entry in queue:
+                if acl_user is not None:
+                    err = acl_user.deny_in_exec(self, entry[0], entry[1],
+                                                server.commands.get(b"exec"))
+                    if err is not None:
+                        server.count_error(err)
+                        self.add_reply(err)
+                        continue
+                self.call(<CommandCore>entry[0], <list>entry[1])
+        finally:
+            if cluster is not None:
+                (<object>self).exec_slot = None
+            self.deny_blocking = was_denying
+            if marks is None:
+                server.effects_depth -= 1  # Server.end_effects(None)
+            else:
+                server.end_effects(marks)  # several writes go out inside MULTI ... EXEC
+                self.woff = server.repl_offset  # what WAIT waits for
+        return _NO_REPLY
 
     def propagate_effects(self, int db_id, list argv):
         """Hand the command (or what it asked to be logged as) to the AOF."""
