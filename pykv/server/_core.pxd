@@ -64,6 +64,9 @@ cdef class ServerCore:
     cdef public object cluster
     # EXECs and scripts running (Server.begin_effects: only the outermost one wraps)
     cdef public int effects_depth
+    # command names as sent -> their command, direct-mapped on a hash of the name's bytes
+    # (name, command, name, command...; see _core.pyx _lookup_cached)
+    cdef list _name_cache
 
 
 cdef class ClientCore:

@@ -20,8 +20,10 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
-from cpython.bytearray cimport PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdlib cimport calloc, free
+from libc.string cimport memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from pykv import errors
@@ -162,10 +164,70 @@ cdef class CommandCore:
         return out
 
 
+# -- command names ---------------------------------------------------------------------
+# The parser hands out a new name object whenever the command changes (a transaction, any
+# mixed pipeline), and a dict lookup of it hashes its bytes (SipHash) and compares them:
+# ~370 instructions. ServerCore._name_cache maps names as sent to their command in
+# NAME_SLOTS slots chosen by a cheap hash of the bytes; a slot holds one name, the latest
+# one that hashed there (the dict lookup stays the fallback).
+cdef enum:
+    NAME_SLOTS = 256
+    NAME_MAX = 32  # longer names are not cached
+
+
+cdef inline Py_ssize_t _name_slot(const char *p, Py_ssize_t n) noexcept:
+    cdef unsigned int h = <unsigned int>n
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = h * 31 + <unsigned char>p[i]
+    return ((h ^ (h >> 8)) & (NAME_SLOTS - 1)) * 2
+
+
+cdef inline object _lookup_cached(list cache, object name):
+    """The command cached for ``name`` (bytes as sent), or None."""
+    cdef Py_ssize_t n, slot
+    cdef const char *p
+    if type(name) is not bytes:
+        return None
+    n = PyBytes_GET_SIZE(name)
+    if n > NAME_MAX:
+        return None
+    p = PyBytes_AS_STRING(name)
+    slot = _name_slot(p, n)
+    cached = cache[slot]
+    if cached is None or PyBytes_GET_SIZE(cached) != n \
+            or memcmp(PyBytes_AS_STRING(cached), p, n) != 0:
+        return None
+    return cache[slot + 1]
+
+
+cdef inline void _cache_name(list cache, object name, object found) except *:
+    cdef Py_ssize_t n, slot
+    if type(name) is not bytes:
+        return
+    n = PyBytes_GET_SIZE(name)
+    if n > NAME_MAX:
+        return
+    slot = _name_slot(PyBytes_AS_STRING(name), n)
+    cache[slot] = name
+    cache[slot + 1] = found
+
+
+cdef inline void _append_bytes(bytearray out, bytes data) except *:
+    """``out += data`` for a short ``data`` (a fixed reply) without the generic call."""
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    PyByteArray_Resize(out, old + n)
+    memcpy(PyByteArray_AS_STRING(out) + old, PyBytes_AS_STRING(data), n)
+
+
 cdef class ServerCore:
     """The server state the per-command path reads and updates."""
 
     # fields: see _core.pxd
+
+    def __cinit__(self, *args, **kwargs):
+        self._name_cache = [None] * (2 * NAME_SLOTS)
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -314,15 +376,18 @@ cdef class ClientCore:
         if name is self._last_name:
             found = self._last_found
         else:
-            found = server.command_lookup.get(name)
+            found = _lookup_cached(server._name_cache, name)
             if found is None:
-                found = server.commands.get(name.lower())
+                found = server.command_lookup.get(name)
                 if found is None:
-                    self.last_cmd = None  # Redis's lastcmd is set by the lookup (CLIENT LIST)
-                    self.reject(errors.unknown_command(argv), None)
-                    return
-                if len(server.command_lookup) < 4096:
-                    server.command_lookup[name] = found
+                    found = server.commands.get(name.lower())
+                    if found is None:
+                        self.last_cmd = None  # Redis's lastcmd is set by the lookup
+                        self.reject(errors.unknown_command(argv), None)
+                        return
+                    if len(server.command_lookup) < 4096:
+                        server.command_lookup[name] = found
+                _cache_name(server._name_cache, name, found)
             self._last_name = name
             self._last_found = found
         cmd = <CommandCore>found
@@ -406,7 +471,7 @@ cdef class ClientCore:
         if self.multi is not None and not cmd.multi_immediate:
             (<list>self.multi).append((cmd, argv))
             if self.reply_mode == 0:
-                write_reply(self.out, _QUEUED, self.resp)
+                _append_bytes(self.out, b"+QUEUED\r\n")
             else:
                 self.add_reply(_QUEUED)
             return
@@ -511,7 +576,7 @@ cdef class ClientCore:
         if cluster is not None:  # the one slot the transaction's scripts share (script_cluster)
             (<object>self).exec_slot = cluster.first_slot(queue)
         if self.reply_mode == 0 and n < 64:
-            self.out += <bytes>_ARRAY_HEADERS[n]
+            _append_bytes(self.out, <bytes>_ARRAY_HEADERS[n])
         else:
             self.add_reply(_RawReply(b"*%d\r\n" % n))
         self.deny_blocking = True
