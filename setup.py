@@ -68,6 +68,7 @@ COMPILED_PY_MODULES = [
     "pykv/server/pubsub.py",
     "pykv/replication/feed.py",  # encodes every write for the replicas
     "pykv/server/watch.py",  # Database.signal_modified: called on every write
+    "pykv/commands/transactions.py",  # MULTI and EXEC of every transaction
     # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
     "pykv/rdma/client.py",
