@@ -22,6 +22,7 @@ import time
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
@@ -34,6 +35,10 @@ from pykv.rdma.cverbs cimport CMemoryRegion, CQueuePair, wc_t
 
 cdef extern from "<errno.h>" nogil:
     int errno
+
+
+cdef extern from "Python.h":
+    int PyBUF_READ
 
 
 cdef extern from "<stdlib.h>" nogil:
@@ -336,41 +341,10 @@ cdef class IbvMR(CMemoryRegion):
             PyBuffer_Release(&view)
 
     cpdef view(self, Py_ssize_t offset, Py_ssize_t n):
+        """A read-only view of the region's memory, no copy: valid while the MR is
+        registered (the endpoint releases it before the peer may overwrite the bytes)."""
         self._check(offset, n)
-        return memoryview(_Span(self, offset, n))
-
-
-cdef char *_FORMAT_B = "B"
-
-
-cdef class _Span:
-    """``n`` bytes of an MR exposed through the buffer protocol (keeps the MR alive)."""
-
-    cdef IbvMR mr
-    cdef Py_ssize_t offset, n
-    cdef Py_ssize_t shape[1]
-
-    def __cinit__(self, IbvMR mr, Py_ssize_t offset, Py_ssize_t n):
-        self.mr, self.offset, self.n = mr, offset, n
-
-    def __getbuffer__(self, Py_buffer *buf, int flags):
-        self.shape[0] = self.n
-        buf.buf = self.mr.base + self.offset
-        buf.obj = self
-        buf.len = self.n
-        buf.readonly = 1
-        buf.itemsize = 1
-        buf.format = NULL
-        if flags & 4:   # PyBUF_FORMAT
-            buf.format = _FORMAT_B
-        buf.ndim = 1
-        buf.shape = self.shape if flags & 8 else NULL   # PyBUF_ND
-        buf.strides = NULL
-        buf.suboffsets = NULL
-        buf.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer *buf):
-        pass
+        return PyMemoryView_FromMemory(self.base + offset, n, PyBUF_READ)
 
 
 cdef class IbvQP(CQueuePair):
@@ -863,11 +837,7 @@ def load_ibverbs_backend() -> IbverbsBackend:
     global _forked_safe
     cdef int n = 0
     cdef ibv_context **devs
-    if not os.path.exists("/dev/infiniband/rdma_cm"):
-        raise v.SetupError(
-            "RDMA: no RDMA device (/dev/infiniband/rdma_cm is missing): load the NIC driver "
-            "and rdma_ucm, or create a soft-RoCE device with "
-            "'rdma link add rxe0 type rxe netdev eth0'; or use backend=soft")
+    v.check_rdma_cm()
     if not _forked_safe:
         # the server forks for BGSAVE: registered memory must stay out of the children
         # (a no-op on kernels that copy pinned pages at fork); before any MR exists
@@ -877,6 +847,5 @@ def load_ibverbs_backend() -> IbverbsBackend:
     if devs != NULL:
         rdma_free_devices(devs)
     if n <= 0:
-        raise v.SetupError("RDMA: no RDMA device found (ibv_devices lists none): create one "
-                           "with 'rdma link add rxe0 type rxe netdev eth0' or use backend=soft")
+        raise v.no_device_error()
     return IbverbsBackend()

@@ -240,6 +240,22 @@ class Backend(ABC):
         wait for ESTABLISHED."""
 
 
+NO_DEVICE_HINT = "create one with 'rdma link add rxe0 type rxe netdev eth0' or use backend=soft"
+
+
+def check_rdma_cm() -> None:
+    """``SetupError`` unless the kernel's RDMA CM is there (a real-verbs backend needs it)."""
+    if not os.path.exists("/dev/infiniband/rdma_cm"):
+        raise SetupError(
+            "RDMA: no RDMA device (/dev/infiniband/rdma_cm is missing): load the NIC driver "
+            "and rdma_ucm, or create a soft-RoCE device with "
+            "'rdma link add rxe0 type rxe netdev eth0'; or use backend=soft")
+
+
+def no_device_error() -> SetupError:
+    return SetupError(f"RDMA: no RDMA device found (ibv_devices lists none): {NO_DEVICE_HINT}")
+
+
 def get_backend(name: str | None = None) -> Backend:
     """``soft`` (software fabric), ``ibverbs`` (real verbs, compiled on libibverbs),
     ``pyverbs`` (real verbs through pyverbs) or ``auto`` (ibverbs when that extension was
