@@ -53,10 +53,13 @@ cdef extern from "<dlfcn.h>" nogil:
 cdef extern from *:
     """
     typedef struct lua_State lua_State;
+    typedef struct lua_Debug lua_Debug;
     """
     ctypedef struct lua_State
+    ctypedef struct lua_Debug
 
 ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
+ctypedef void (*lua_Hook)(lua_State *L, lua_Debug *ar) noexcept nogil
 
 cdef enum:
     LUA_TNIL = 0
@@ -67,6 +70,21 @@ cdef enum:
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
     LUA_GLOBALSINDEX = -10002
+    LUA_TFUNCTION = 6
+    LUA_MASKCOUNT = 8  # 1 << LUA_HOOKCOUNT
+    HOOK_COUNT = 100000  # the count hook's period (Redis's luaMaskCountHook: 100000 too)
+
+# the prelude's c_entry table: what run_script/run_function read from it
+cdef enum:
+    E_HIDDEN = 1      # EVAL's globals (the real table): KEYS, ARGV
+    E_RUN_STATE = 2   # {protocol of redis.call replies, environment of loadstring}
+    E_FINISH = 3      # finish(ok, res, resp)
+    E_HANDLER = 4     # Redis's __redis__err__handler
+    E_SCRIPTS = 5     # sha -> compiled script
+    E_GLOBALS = 6     # EVAL's environment
+    E_FUNCTIONS = 7   # slot -> function callback
+    E_FN_GLOBALS = 8  # FCALL's environment
+    E_HOOK = 9        # the prelude's count hook (busy scripts, SCRIPT KILL)
 
 cdef inline int upvalue(int i) noexcept nogil:
     return LUA_GLOBALSINDEX - i
@@ -80,6 +98,7 @@ cdef struct LuaApi:
     double (*tonumber)(lua_State *L, int idx) noexcept nogil
     void *(*touserdata)(lua_State *L, int idx) noexcept nogil
     void (*pushlstring)(lua_State *L, const char *s, size_t len) noexcept nogil
+    void (*pushstring)(lua_State *L, const char *s) noexcept nogil
     void (*pushnumber)(lua_State *L, double n) noexcept nogil
     void (*pushboolean)(lua_State *L, int b) noexcept nogil
     void (*pushnil)(lua_State *L) noexcept nogil
@@ -97,6 +116,8 @@ cdef struct LuaApi:
     void (*rawget)(lua_State *L, int idx) noexcept nogil
     int (*toboolean)(lua_State *L, int idx) noexcept nogil
     int (*ref)(lua_State *L, int t) noexcept nogil
+    void (*rawset)(lua_State *L, int idx) noexcept nogil
+    int (*sethook)(lua_State *L, lua_Hook func, int mask, int count) noexcept nogil
 
 cdef LuaApi lua
 
@@ -147,6 +168,8 @@ def load_api(str lupa_path) -> None:
     lua.touserdata = <void *(*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_touserdata")
     lua.pushlstring = <void (*)(lua_State *, const char *, size_t) noexcept nogil>_symbol(
         h, "lua_pushlstring")
+    lua.pushstring = <void (*)(lua_State *, const char *) noexcept nogil>_symbol(
+        h, "lua_pushstring")
     lua.pushnumber = <void (*)(lua_State *, double) noexcept nogil>_symbol(h, "lua_pushnumber")
     lua.pushboolean = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushboolean")
     lua.pushnil = <void (*)(lua_State *) noexcept nogil>_symbol(h, "lua_pushnil")
@@ -168,6 +191,9 @@ def load_api(str lupa_path) -> None:
     lua.rawget = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawget")
     lua.toboolean = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_toboolean")
     lua.ref = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "luaL_ref")
+    lua.rawset = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawset")
+    lua.sethook = <int (*)(lua_State *, lua_Hook, int, int) noexcept nogil>_symbol(
+        h, "lua_sethook")
     _loaded = True
 
 
@@ -238,14 +264,31 @@ def run_function(_Binding b, int slot, int resp, Py_ssize_t nkeys, list params) 
     return _run(b, None, slot, resp, nkeys, params)
 
 
+cdef char _HOOK_KEY = 0  # its address: the registry key of the prelude's count hook
+
+
+cdef void _count_hook(lua_State *L, lua_Debug *ar) noexcept nogil:
+    """The count hook of a run (Redis's luaMaskCountHook): calls the prelude's ``hook``,
+    as the debug library's hook would, without a ``debug.sethook`` on each run. (Lua
+    threads a script creates inherit it, as in Redis.)"""
+    lua.pushlightuserdata(L, <void *>&_HOOK_KEY)
+    lua.rawget(L, LUA_REGISTRYINDEX)
+    lua.call(L, 0, 0)  # (its error, a kill, propagates to the script as the hook's would)
+
+
+cdef inline void _set_field(lua_State *L, int table, const char *key, int value) noexcept:
+    """``table[key] = <value on the stack at value>`` (raw; ``table`` an absolute index)."""
+    lua.pushstring(L, key)
+    lua.pushvalue(L, value)
+    lua.rawset(L, table)
+
+
 cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, list params):
     """A script (``sha``) or a function (``slot``, when ``sha`` is None) run: its setup
-    (the prelude's begin_run/begin_fn_run), the call under Redis's error handler, the hook
-    off and the result."""
+    (KEYS/ARGV, the run state, the count hook), the call under Redis's error handler, the
+    hook off and the result."""
     cdef lua_State *L = b.L
     cdef int base = lua.gettop(L), status, i, top
-    cdef size_t size
-    cdef const char *s
     cdef Py_ssize_t n = PyList_GET_SIZE(params)
     for i in range(n):  # (from the request parser they are; anything else is made bytes)
         if type(<object>PyList_GET_ITEM(params, i)) is not bytes:
@@ -254,39 +297,35 @@ cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, li
     if not lua.checkstack(L, 8):
         return False, b"ERR Lua stack exhausted"
     lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
+    lua.rawgeti(L, base + 1, E_HANDLER)  # base+2: the error handler
     if sha is not None:
-        lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
-        _push_array(L, params, 0, nkeys)
-        _push_array(L, params, nkeys, n)
-        status = lua.pcall(L, 2, 0, 0)
-    else:
-        lua.rawgeti(L, base + 1, 6)  # begin_fn_run()
-        status = lua.pcall(L, 0, 0, 0)
-    if status != 0:
-        return _entry_failure(L, base)
-    lua.rawgeti(L, base + 1, 4)  # base+2: the error handler
-    if sha is not None:
-        lua.rawgeti(L, base + 1, 5)
+        lua.rawgeti(L, base + 1, E_SCRIPTS)
         _push_bytes(L, sha)
-        lua.rawget(L, -2)  # the compiled script
+        lua.rawget(L, -2)  # base+4: the compiled script
     else:
-        lua.rawgeti(L, base + 1, 7)
-        lua.rawgeti(L, -1, slot)  # the function
-    if lua.type(L, -1) != 6:  # LUA_TFUNCTION
+        lua.rawgeti(L, base + 1, E_FUNCTIONS)
+        lua.rawgeti(L, -1, slot)  # base+4: the function
+    if lua.type(L, -1) != LUA_TFUNCTION:
         lua.settop(L, base)
         return False, b"ERR the script is not compiled"
-    if sha is None:
-        _push_array(L, params, 0, nkeys)
-        _push_array(L, params, nkeys, n)
-        with nogil:
-            status = lua.pcall(L, 2, 1, base + 2)
-    else:
-        with nogil:
-            status = lua.pcall(L, 0, 1, base + 2)
+    lua.rawgeti(L, base + 1, E_RUN_STATE)  # base+5: current protocol, environment
+    lua.pushnumber(L, 2)
+    lua.rawseti(L, base + 5, 1)
+    lua.rawgeti(L, base + 1, E_GLOBALS if sha is not None else E_FN_GLOBALS)
+    lua.rawseti(L, base + 5, 2)
+    lua.settop(L, base + 4)
+    _push_array(L, params, 0, nkeys)  # base+5: KEYS
+    _push_array(L, params, nkeys, n)  # base+6: ARGV
+    if sha is not None:  # KEYS and ARGV as globals; functions get them as arguments
+        lua.rawgeti(L, base + 1, E_HIDDEN)
+        _set_field(L, base + 7, "KEYS", base + 5)
+        _set_field(L, base + 7, "ARGV", base + 6)
+        lua.settop(L, base + 4)
+    lua.sethook(L, _count_hook, LUA_MASKCOUNT, HOOK_COUNT)
+    with nogil:
+        status = lua.pcall(L, 2 if sha is None else 0, 1, base + 2)
+    lua.sethook(L, NULL, 0, 0)  # (also a killed script's line hook)
     # base+3: the scripts (functions) table, base+4: result or error
-    lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
-    if lua.pcall(L, 0, 0, 0) != 0:
-        return _entry_failure(L, base)
     if status == 0:  # the usual results, framed as the prelude's encode would frame them
         out = _simple_result(L, base + 4)
         if out is not None:
@@ -294,7 +333,7 @@ cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, li
             reply = _RawReply.__new__(_RawReply)  # (no Python __init__ frame)
             reply.data = out
             return reply
-    lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
+    lua.rawgeti(L, base + 1, E_FINISH)  # finish(ok, res, resp)
     lua.pushboolean(L, status == 0)
     lua.pushvalue(L, base + 4)
     lua.pushnumber(L, resp)
@@ -535,6 +574,9 @@ cdef int _open_with_gil(lua_State *L) noexcept with gil:
 cdef int _set_entry_with_gil(lua_State *L) noexcept with gil:
     cdef _Binding b = <_Binding>lua.touserdata(L, upvalue(1))
     b.L = L
+    lua.pushlightuserdata(L, <void *>&_HOOK_KEY)  # registry[&_HOOK_KEY] = the hook
+    lua.rawgeti(L, 1, E_HOOK)
+    lua.rawset(L, LUA_REGISTRYINDEX)
     b.entry = lua.ref(L, LUA_REGISTRYINDEX)
     return 0
 
