@@ -25,9 +25,10 @@ Each closure has two upvalues: a light userdata pointing at its ``_Binding`` (a 
 reference to the engine, kept alive for the life of the process, a few dozen bytes per
 engine) and a table whose ``[1]`` is the prelude's ``resp_to_lua``.
 
-The C functions take the GIL (lupa releases it while Lua runs) only for the part that
-touches Python, and raise Lua errors (``lua_error``, a longjmp) only after releasing it, so
-no Python frame is ever jumped over.
+The C functions take the GIL (lupa releases it while Lua runs; the C entry's runs keep
+it, the count hook lets other threads have it) only for the part that touches Python, and
+raise Lua errors (``lua_error``, a longjmp) only after releasing it, so no Python frame is
+ever jumped over.
 """
 import weakref
 
@@ -42,6 +43,12 @@ from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 from pykv.protocol.types import RawReply, SimpleString
 
 from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
+
+cdef extern from "Python.h" nogil:
+    ctypedef struct PyThreadState
+    int PyGILState_Check()
+    PyThreadState *PyEval_SaveThread()
+    void PyEval_RestoreThread(PyThreadState *tstate)
 
 cdef extern from "<dlfcn.h>" nogil:
     void *dlopen(const char *filename, int flags)
@@ -270,7 +277,12 @@ cdef char _HOOK_KEY = 0  # its address: the registry key of the prelude's count 
 cdef void _count_hook(lua_State *L, lua_Debug *ar) noexcept nogil:
     """The count hook of a run (Redis's luaMaskCountHook): calls the prelude's ``hook``,
     as the debug library's hook would, without a ``debug.sethook`` on each run. (Lua
-    threads a script creates inherit it, as in Redis.)"""
+    threads a script creates inherit it, as in Redis.) A run holds the GIL: here other
+    Python threads (the AOF's fsync) get their turn."""
+    cdef PyThreadState *ts
+    if PyGILState_Check():
+        ts = PyEval_SaveThread()
+        PyEval_RestoreThread(ts)
     lua.pushlightuserdata(L, <void *>&_HOOK_KEY)
     lua.rawget(L, LUA_REGISTRYINDEX)
     lua.call(L, 0, 0)  # (its error, a kill, propagates to the script as the hook's would)
@@ -322,8 +334,8 @@ cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, li
         _set_field(L, base + 7, "ARGV", base + 6)
         lua.settop(L, base + 4)
     lua.sethook(L, _count_hook, LUA_MASKCOUNT, HOOK_COUNT)
-    with nogil:
-        status = lua.pcall(L, 2 if sha is None else 0, 1, base + 2)
+    # (with the GIL: each redis.call would take it back at once; the hook lets it go)
+    status = lua.pcall(L, 2 if sha is None else 0, 1, base + 2)
     lua.sethook(L, NULL, 0, 0)  # (also a killed script's line hook)
     # base+3: the scripts (functions) table, base+4: result or error
     if status == 0:  # the usual results, framed as the prelude's encode would frame them
