@@ -8,5 +8,5 @@ from pykv.server._core cimport ClientCore, ServerCore
 
 
 @cython.locals(server=ServerCore, engine=Engine, ctx=RunContext, numkeys=Py_ssize_t,
-               raw=bytes, no_writes=bint, clustered=bint)
+               raw=bytes, no_writes=bint, clustered=bint, functions=dict)
 cpdef _fcall(ClientCore c, list argv, bint read_only_cmd)

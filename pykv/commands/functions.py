@@ -72,9 +72,12 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     store = getattr(server, "functions", None)  # (a call less than get_store, per call)
     if store is None:
         store = get_store(server)
-    fn = store.live.functions.get(argv[1].lower())
+    functions = store.live.functions  # (by lower-cased name: most calls spell it so)
+    fn = functions.get(argv[1])
     if fn is None:
-        return FUNCTION_NOT_FOUND
+        fn = functions.get(argv[1].lower())
+        if fn is None:
+            return FUNCTION_NOT_FOUND
     no_writes = fn.no_writes
     if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
         # a replica, as Redis's processCommand judges FCALL by the function's flags

@@ -34,6 +34,7 @@ import weakref
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.limits cimport LLONG_MIN
 from libc.stdio cimport snprintf
@@ -49,6 +50,9 @@ cdef extern from "Python.h" nogil:
     int PyGILState_Check()
     PyThreadState *PyEval_SaveThread()
     void PyEval_RestoreThread(PyThreadState *tstate)
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
 
 cdef extern from "<dlfcn.h>" nogil:
     void *dlopen(const char *filename, int flags)
@@ -92,6 +96,8 @@ cdef enum:
     E_FUNCTIONS = 7   # slot -> function callback
     E_FN_GLOBALS = 8  # FCALL's environment
     E_HOOK = 9        # the prelude's count hook (busy scripts, SCRIPT KILL)
+    E_ERR = 10        # "err" and "ok": the error and status tables' keys
+    E_OK = 11
 
 cdef inline int upvalue(int i) noexcept nogil:
     return LUA_GLOBALSINDEX - i
@@ -339,10 +345,11 @@ cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, li
     lua.sethook(L, NULL, 0, 0)  # (also a killed script's line hook)
     # base+3: the scripts (functions) table, base+4: result or error
     if status == 0:  # the usual results, framed as the prelude's encode would frame them
-        out = _simple_result(L, base + 4)
+        out = _simple_result(L, base + 4, base + 1)
         if out is not None:
             lua.settop(L, base)
-            reply = _RawReply.__new__(_RawReply)  # (no Python __init__ frame)
+            # (RawReply's object.__new__ without the call: no arguments, no __init__)
+            reply = PyType_GenericAlloc(<PyTypeObject *>_RawReply, 0)
             reply.data = out
             return reply
     lua.rawgeti(L, base + 1, E_FINISH)  # finish(ok, res, resp)
@@ -387,9 +394,10 @@ cdef bytes _framed(char prefix, const char *s, size_t size, bint bulk, bint clea
     return out
 
 
-cdef object _simple_result(lua_State *L, int idx):
+cdef object _simple_result(lua_State *L, int idx, int entry):
     """A script's result as RESP when it is a string, a number or a status table (the
-    same bytes for every protocol); None for anything else (the prelude encodes it)."""
+    same bytes for every protocol); None for anything else (the prelude encodes it).
+    (``entry``: the c_entry table's index, for the "err" and "ok" keys.)"""
     cdef int t = lua.type(L, idx)
     cdef size_t size
     cdef const char *s
@@ -410,13 +418,13 @@ cdef object _simple_result(lua_State *L, int idx):
         return _framed(58, num + LL_DIGITS_SIZE - nlen, <size_t>nlen, False, False)  # ':'
     if t != LUA_TTABLE:
         return None
-    lua.pushlstring(L, "err", 3)
+    lua.rawgeti(L, entry, E_ERR)
     lua.rawget(L, idx)
     t = lua.type(L, -1)
     lua.settop(L, -2)
     if t == LUA_TSTRING:  # an error: the prelude's failure path
         return None
-    lua.pushlstring(L, "ok", 2)
+    lua.rawgeti(L, entry, E_OK)
     lua.rawget(L, idx)
     if lua.type(L, -1) != LUA_TSTRING:
         lua.settop(L, -2)
@@ -438,6 +446,15 @@ cdef tuple _entry_failure(lua_State *L, int base):
 
 cdef inline void _push_bytes(lua_State *L, object data) noexcept:
     lua.pushlstring(L, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+
+
+cdef inline void _push_status(lua_State *L, object text) noexcept:
+    """A status reply for Lua: ``{ok = text}`` (in a redis.call closure: its upvalue
+    table's [2] is "ok")."""
+    lua.createtable(L, 0, 1)
+    lua.rawgeti(L, upvalue(2), 2)
+    _push_bytes(L, text)
+    lua.rawset(L, -3)
 
 
 cdef void _push_error(lua_State *L, object text, bint counted) noexcept:
@@ -513,7 +530,14 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
         result = engine._run_command(ctx, argv)
         if result[0] == TAG_REPLY:
             value = result[1]
-            if type(value) is list and _push_flat_array(L, value):
+            vtype = type(value)
+            if vtype is bytes:  # (the usual replies without reply_to_lua's tuple)
+                _push_bytes(L, value)
+                return DONE
+            if vtype is _SimpleString:
+                _push_status(L, value.data)
+                return DONE
+            if vtype is list and _push_flat_array(L, value):
                 return DONE
             result = reply_to_lua(value, ctx.lua_resp)
         tag = result[0]
@@ -530,9 +554,7 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
                 lua.pushnumber(L, <double>value)
             return DONE
         if tag == TAG_STATUS:
-            lua.createtable(L, 0, 1)
-            _push_bytes(L, value)
-            lua.setfield(L, -2, "ok")
+            _push_status(L, value)
             return DONE
         if tag == TAG_RESP:
             lua.rawgeti(L, upvalue(2), 1)  # resp_to_lua

@@ -197,6 +197,7 @@ class Engine:
         self._slots_used = 0
         if c_calls is not None:
             resp_slot[1] = self.api.resp_to_lua
+            resp_slot[2] = b"ok"  # (the status table's key, kept for the C calls)
             c_entry = self.api.c_entry
             set_entry(c_entry)
             self._c_binding = c_calls[4]
@@ -280,7 +281,9 @@ class Engine:
         db_index = caller.db_index
         if client.db_index != db_index:
             client.select(db_index)
-        client.user = caller.user
+        user = caller.user
+        if client.user is not user:
+            client.user = user
         ctx.may_yield = caller.conn is not None
         self.ctx = ctx
         # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis;

@@ -796,7 +796,8 @@ return {
     -- ``run_state`` and the count hook (which calls ``hook``) itself, runs the script or
     -- function under Redis's handler (no xpcall frame: the script is the bottom of the
     -- stack, as in Redis) and calls ``finish`` for a result it does not encode itself
-    c_entry = {hidden, run_state, finish, error_handler, {}, globals, {}, fn_globals, hook},
+    c_entry = {hidden, run_state, finish, error_handler, {}, globals, {}, fn_globals, hook,
+               "err", "ok"},
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
     set_resp = function(resp) run_state[1] = resp end,
