@@ -38,6 +38,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.limits cimport LLONG_MIN
 from libc.stdio cimport snprintf
+from libc.stdlib cimport calloc
 from libc.string cimport memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
@@ -53,6 +54,11 @@ cdef extern from "Python.h" nogil:
 
 cdef extern from "Python.h":
     object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
+
+cdef extern from "<sys/mman.h>" nogil:
+    void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset)
+    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MAP_NORESERVE
+    void *MAP_FAILED
 
 cdef extern from "<dlfcn.h>" nogil:
     void *dlopen(const char *filename, int flags)
@@ -71,6 +77,7 @@ cdef extern from *:
 
 ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
 ctypedef void (*lua_Hook)(lua_State *L, lua_Debug *ar) noexcept nogil
+ctypedef void *(*lua_Alloc)(void *ud, void *ptr, size_t osize, size_t nsize) noexcept nogil
 
 cdef enum:
     LUA_TNIL = 0
@@ -131,6 +138,8 @@ cdef struct LuaApi:
     int (*ref)(lua_State *L, int t) noexcept nogil
     void (*rawset)(lua_State *L, int idx) noexcept nogil
     int (*sethook)(lua_State *L, lua_Hook func, int mask, int count) noexcept nogil
+    lua_Alloc (*getallocf)(lua_State *L, void **ud) noexcept nogil
+    void (*setallocf)(lua_State *L, lua_Alloc f, void *ud) noexcept nogil
 
 cdef LuaApi lua
 
@@ -207,6 +216,10 @@ def load_api(str lupa_path) -> None:
     lua.rawset = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawset")
     lua.sethook = <int (*)(lua_State *, lua_Hook, int, int) noexcept nogil>_symbol(
         h, "lua_sethook")
+    lua.getallocf = <lua_Alloc (*)(lua_State *, void **) noexcept nogil>_symbol(
+        h, "lua_getallocf")
+    lua.setallocf = <void (*)(lua_State *, lua_Alloc, void *) noexcept nogil>_symbol(
+        h, "lua_setallocf")
     _loaded = True
 
 
@@ -275,6 +288,99 @@ def run_function(_Binding b, int slot, int resp, Py_ssize_t nkeys, list params) 
     (keys, args) tables, as the prelude's ``run_callback`` calls it; results as
     ``run_script``'s."""
     return _run(b, None, slot, resp, nkeys, params)
+
+
+# -- small blocks: a free list per size class --------------------------------------------
+# Each script run allocates a few small blocks (KEYS/ARGV and reply tables, their parts)
+# that the GC frees soon after; through lupa's allocator each is a realloc()/free(). Blocks
+# of up to POOL_MAX bytes instead come from one region per state (reserved, touched as
+# used) and go back to a free list of their 16-byte class: Lua passes every block's size
+# when it frees or resizes it, so no header is needed. Everything else, and every block
+# that was not the pool's (those from before it, or once the region is used up), stays
+# with lupa's allocator.
+cdef enum:
+    POOL_MAX = 128
+    POOL_CLASSES = POOL_MAX // 16
+    POOL_REGION = 32 * 1024 * 1024
+
+
+cdef struct Pool:
+    lua_Alloc base  # lupa's allocator, and its argument
+    void *base_ud
+    char *start
+    char *end
+    char *next  # the region's unused part starts here
+    void *free[POOL_CLASSES]
+
+
+cdef inline int _pool_class(size_t size) noexcept nogil:
+    return <int>((size - 1) >> 4)
+
+
+cdef void *_pool_get(Pool *pool, size_t size) noexcept nogil:
+    cdef int c = _pool_class(size)
+    cdef void *block = pool.free[c]
+    if block != NULL:
+        pool.free[c] = (<void **>block)[0]
+        return block
+    cdef size_t width = (<size_t>c + 1) << 4
+    if pool.next + width <= pool.end:
+        block = pool.next
+        pool.next += width
+        return block
+    return pool.base(pool.base_ud, NULL, 0, size)
+
+
+cdef inline void _pool_put(Pool *pool, void *block, size_t size) noexcept nogil:
+    cdef int c = _pool_class(size)
+    (<void **>block)[0] = pool.free[c]
+    pool.free[c] = block
+
+
+cdef void *_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) noexcept nogil:
+    """The state's lua_Alloc (see above)."""
+    cdef Pool *pool = <Pool *>ud
+    cdef void *block
+    cdef bint mine = ptr != NULL and pool.start <= <char *>ptr < pool.end
+    if not mine:
+        if ptr == NULL and 0 < nsize <= POOL_MAX:
+            return _pool_get(pool, nsize)
+        return pool.base(pool.base_ud, ptr, osize, nsize)
+    if nsize == 0:
+        _pool_put(pool, ptr, osize)
+        return NULL
+    if nsize <= POOL_MAX and _pool_class(nsize) == _pool_class(osize):
+        return ptr
+    if nsize <= POOL_MAX:
+        block = _pool_get(pool, nsize)
+    else:
+        block = pool.base(pool.base_ud, NULL, 0, nsize)
+    if block == NULL:
+        return NULL  # (Lua keeps the old block and raises its memory error)
+    memcpy(block, ptr, osize if osize < nsize else nsize)
+    _pool_put(pool, ptr, osize)
+    return block
+
+
+cdef void _use_pool(lua_State *L) noexcept nogil:
+    """Put the pool in front of the state's allocator (once; nothing when the region
+    cannot be had)."""
+    cdef void *ud = NULL
+    cdef lua_Alloc base = lua.getallocf(L, &ud)
+    if base == _pool_alloc:
+        return
+    cdef void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+    if region == MAP_FAILED:
+        return
+    cdef Pool *pool = <Pool *>calloc(1, sizeof(Pool))
+    if pool == NULL:
+        return
+    pool.base = base
+    pool.base_ud = ud
+    pool.start = pool.next = <char *>region
+    pool.end = pool.start + POOL_REGION
+    lua.setallocf(L, _pool_alloc, pool)
 
 
 cdef char _HOOK_KEY = 0  # its address: the registry key of the prelude's count hook
@@ -612,6 +718,7 @@ cdef int _set_entry_with_gil(lua_State *L) noexcept with gil:
     lua.rawgeti(L, 1, E_HOOK)
     lua.rawset(L, LUA_REGISTRYINDEX)
     b.entry = lua.ref(L, LUA_REGISTRYINDEX)
+    _use_pool(L)
     return 0
 
 
