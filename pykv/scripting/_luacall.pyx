@@ -383,6 +383,15 @@ cdef void _use_pool(lua_State *L) noexcept nogil:
     lua.setallocf(L, _pool_alloc, pool)
 
 
+def pool_used(_Binding b) -> int:
+    """How much of the state's small-block region has been handed out (-1: no pool)."""
+    cdef void *ud = NULL
+    if lua.getallocf(b.L, &ud) != _pool_alloc:
+        return -1
+    cdef Pool *pool = <Pool *>ud
+    return pool.next - pool.start
+
+
 cdef char _HOOK_KEY = 0  # its address: the registry key of the prelude's count hook
 
 
