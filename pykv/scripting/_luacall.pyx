@@ -38,7 +38,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.limits cimport LLONG_MIN
 from libc.stdio cimport snprintf
-from libc.stdlib cimport calloc
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
@@ -57,6 +57,7 @@ cdef extern from "Python.h":
 
 cdef extern from "<sys/mman.h>" nogil:
     void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset)
+    int munmap(void *addr, size_t length)
     int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MAP_NORESERVE
     void *MAP_FAILED
 
@@ -311,6 +312,7 @@ cdef struct Pool:
     char *end
     char *next  # the region's unused part starts here
     void *free[POOL_CLASSES]
+    void *state  # the main lua_State: lua_close frees its block last
 
 
 cdef inline int _pool_class(size_t size) noexcept nogil:
@@ -345,7 +347,11 @@ cdef void *_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) noexcept
     if not mine:
         if ptr == NULL and 0 < nsize <= POOL_MAX:
             return _pool_get(pool, nsize)
-        return pool.base(pool.base_ud, ptr, osize, nsize)
+        block = pool.base(pool.base_ud, ptr, osize, nsize)
+        if ptr == pool.state and nsize == 0:  # lua_close's last free: the pool goes too
+            munmap(pool.start, POOL_REGION)
+            free(pool)
+        return block
     if nsize == 0:
         _pool_put(pool, ptr, osize)
         return NULL
@@ -380,6 +386,7 @@ cdef void _use_pool(lua_State *L) noexcept nogil:
     pool.base_ud = ud
     pool.start = pool.next = <char *>region
     pool.end = pool.start + POOL_REGION
+    pool.state = <void *>L
     lua.setallocf(L, _pool_alloc, pool)
 
 
