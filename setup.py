@@ -65,6 +65,7 @@ COMPILED_PY_MODULES = [
     "pykv/storage/stream_type.py",
     "pykv/scripting/engine.py",
     "pykv/commands/scripting.py",
+    "pykv/commands/functions.py",  # FCALL
     "pykv/server/pubsub.py",
     "pykv/replication/feed.py",  # encodes every write for the replicas
     "pykv/server/watch.py",  # Database.signal_modified: called on every write

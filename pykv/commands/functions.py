@@ -66,38 +66,52 @@ def _error(exc: FunctionError) -> ErrorReply:
 
 # -- FCALL -----------------------------------------------------------------------------------
 def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
-    if c.server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
-        c.server.feed_monitors(c, argv)
-    store = get_store(c.server)
-    fn = store.live.functions.get(argv[1].lower())
-    if fn is None:
-        return FUNCTION_NOT_FOUND
     server = c.server
+    if server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
+        server.feed_monitors(c, argv)
+    store = getattr(server, "functions", None)  # (a call less than get_store, per call)
+    if store is None:
+        store = get_store(server)
+    functions = store.live.functions  # (by lower-cased name: most calls spell it so)
+    fn = functions.get(argv[1])
+    if fn is None:
+        fn = functions.get(argv[1].lower())
+        if fn is None:
+            return FUNCTION_NOT_FOUND
+    no_writes = fn.no_writes
     if (server.replica_read_only or server.replica_deny_stale) and not c.is_master:
         # a replica, as Redis's processCommand judges FCALL by the function's flags
-        if server.replica_read_only and not fn.no_writes:
+        if server.replica_read_only and not no_writes:
             return errors.READONLY
         if server.replica_deny_stale and "allow-stale" not in fn.flags:
             return errors.MASTERDOWN
-    numkeys = to_int(argv[2])
-    if numkeys is None:
-        return BAD_NUMKEYS
+    raw = argv[2]
+    if len(raw) == 1 and 48 <= raw[0] <= 57:
+        numkeys = raw[0] - 48  # the usual single digit: no call
+    else:
+        value = to_int(raw)
+        if value is None:
+            return BAD_NUMKEYS
+        numkeys = value
     if numkeys > len(argv) - 3:
         return TOO_MANY_KEYS
     if numkeys < 0:
         return NEGATIVE_KEYS
-    ctx = RunContext(c, fn.name, fn.no_writes, True, argv[0].lower())
+    # (argv[0] lower-cased: the command is FCALL or FCALL_RO)
+    ctx = RunContext(c, fn.name, no_writes, True, b"fcall_ro" if read_only_cmd else b"fcall")
     clustered = server.cluster is not None
     if clustered:  # the first of scriptPrepareForRun's checks
         err = cluster_refusal(c, ctx, "no-cluster" in fn.flags,
                               "allow-cross-slot-keys" in fn.flags, numkeys, argv)
         if err is not None:
             return err
-    if read_only_cmd and not fn.no_writes:
+    if read_only_cmd and not no_writes:
         return WRITE_FLAG_WITH_RO
-    engine = get_engine(c.server)
+    engine = getattr(server, "scripting", None)  # (a call less than get_engine)
+    if engine is None:
+        engine = get_engine(server)
     ctx.argv = argv  # FUNCTION STATS shows the running command line
-    reply = engine.run(ctx, fn, numkeys, argv[3:], as_callback=True)
+    reply = engine.run(ctx, fn, numkeys, argv[3:], True)
     if clustered:
         script_done(c, ctx)
     return reply

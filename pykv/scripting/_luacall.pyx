@@ -25,23 +25,41 @@ Each closure has two upvalues: a light userdata pointing at its ``_Binding`` (a 
 reference to the engine, kept alive for the life of the process, a few dozen bytes per
 engine) and a table whose ``[1]`` is the prelude's ``resp_to_lua``.
 
-The C functions take the GIL (lupa releases it while Lua runs) only for the part that
-touches Python, and raise Lua errors (``lua_error``, a longjmp) only after releasing it, so
-no Python frame is ever jumped over.
+The C functions take the GIL (lupa releases it while Lua runs; the C entry's runs keep
+it, the count hook lets other threads have it) only for the part that touches Python, and
+raise Lua errors (``lua_error``, a longjmp) only after releasing it, so no Python frame is
+ever jumped over.
 """
 import weakref
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from libc.limits cimport LLONG_MIN
 from libc.stdio cimport snprintf
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 from pykv.protocol.types import RawReply, SimpleString
 
 from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
+
+cdef extern from "Python.h" nogil:
+    ctypedef struct PyThreadState
+    int PyGILState_Check()
+    PyThreadState *PyEval_SaveThread()
+    void PyEval_RestoreThread(PyThreadState *tstate)
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(PyTypeObject *type, Py_ssize_t nitems)
+
+cdef extern from "<sys/mman.h>" nogil:
+    void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset)
+    int munmap(void *addr, size_t length)
+    int PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANONYMOUS, MAP_NORESERVE
+    void *MAP_FAILED
 
 cdef extern from "<dlfcn.h>" nogil:
     void *dlopen(const char *filename, int flags)
@@ -53,10 +71,14 @@ cdef extern from "<dlfcn.h>" nogil:
 cdef extern from *:
     """
     typedef struct lua_State lua_State;
+    typedef struct lua_Debug lua_Debug;
     """
     ctypedef struct lua_State
+    ctypedef struct lua_Debug
 
 ctypedef int (*lua_CFunction)(lua_State *L) noexcept nogil
+ctypedef void (*lua_Hook)(lua_State *L, lua_Debug *ar) noexcept nogil
+ctypedef void *(*lua_Alloc)(void *ud, void *ptr, size_t osize, size_t nsize) noexcept nogil
 
 cdef enum:
     LUA_TNIL = 0
@@ -67,6 +89,23 @@ cdef enum:
     LUA_TNUMBER = 3
     LUA_TSTRING = 4
     LUA_GLOBALSINDEX = -10002
+    LUA_TFUNCTION = 6
+    LUA_MASKCOUNT = 8  # 1 << LUA_HOOKCOUNT
+    HOOK_COUNT = 100000  # the count hook's period (Redis's luaMaskCountHook: 100000 too)
+
+# the prelude's c_entry table: what run_script/run_function read from it
+cdef enum:
+    E_HIDDEN = 1      # EVAL's globals (the real table): KEYS, ARGV
+    E_RUN_STATE = 2   # {protocol of redis.call replies, environment of loadstring}
+    E_FINISH = 3      # finish(ok, res, resp)
+    E_HANDLER = 4     # Redis's __redis__err__handler
+    E_SCRIPTS = 5     # sha -> compiled script
+    E_GLOBALS = 6     # EVAL's environment
+    E_FUNCTIONS = 7   # slot -> function callback
+    E_FN_GLOBALS = 8  # FCALL's environment
+    E_HOOK = 9        # the prelude's count hook (busy scripts, SCRIPT KILL)
+    E_ERR = 10        # "err" and "ok": the error and status tables' keys
+    E_OK = 11
 
 cdef inline int upvalue(int i) noexcept nogil:
     return LUA_GLOBALSINDEX - i
@@ -80,6 +119,7 @@ cdef struct LuaApi:
     double (*tonumber)(lua_State *L, int idx) noexcept nogil
     void *(*touserdata)(lua_State *L, int idx) noexcept nogil
     void (*pushlstring)(lua_State *L, const char *s, size_t len) noexcept nogil
+    void (*pushstring)(lua_State *L, const char *s) noexcept nogil
     void (*pushnumber)(lua_State *L, double n) noexcept nogil
     void (*pushboolean)(lua_State *L, int b) noexcept nogil
     void (*pushnil)(lua_State *L) noexcept nogil
@@ -97,6 +137,10 @@ cdef struct LuaApi:
     void (*rawget)(lua_State *L, int idx) noexcept nogil
     int (*toboolean)(lua_State *L, int idx) noexcept nogil
     int (*ref)(lua_State *L, int t) noexcept nogil
+    void (*rawset)(lua_State *L, int idx) noexcept nogil
+    int (*sethook)(lua_State *L, lua_Hook func, int mask, int count) noexcept nogil
+    lua_Alloc (*getallocf)(lua_State *L, void **ud) noexcept nogil
+    void (*setallocf)(lua_State *L, lua_Alloc f, void *ud) noexcept nogil
 
 cdef LuaApi lua
 
@@ -147,6 +191,8 @@ def load_api(str lupa_path) -> None:
     lua.touserdata = <void *(*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_touserdata")
     lua.pushlstring = <void (*)(lua_State *, const char *, size_t) noexcept nogil>_symbol(
         h, "lua_pushlstring")
+    lua.pushstring = <void (*)(lua_State *, const char *) noexcept nogil>_symbol(
+        h, "lua_pushstring")
     lua.pushnumber = <void (*)(lua_State *, double) noexcept nogil>_symbol(h, "lua_pushnumber")
     lua.pushboolean = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_pushboolean")
     lua.pushnil = <void (*)(lua_State *) noexcept nogil>_symbol(h, "lua_pushnil")
@@ -168,6 +214,13 @@ def load_api(str lupa_path) -> None:
     lua.rawget = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawget")
     lua.toboolean = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_toboolean")
     lua.ref = <int (*)(lua_State *, int) noexcept nogil>_symbol(h, "luaL_ref")
+    lua.rawset = <void (*)(lua_State *, int) noexcept nogil>_symbol(h, "lua_rawset")
+    lua.sethook = <int (*)(lua_State *, lua_Hook, int, int) noexcept nogil>_symbol(
+        h, "lua_sethook")
+    lua.getallocf = <lua_Alloc (*)(lua_State *, void **) noexcept nogil>_symbol(
+        h, "lua_getallocf")
+    lua.setallocf = <void (*)(lua_State *, lua_Alloc, void *) noexcept nogil>_symbol(
+        h, "lua_setallocf")
     _loaded = True
 
 
@@ -238,14 +291,144 @@ def run_function(_Binding b, int slot, int resp, Py_ssize_t nkeys, list params) 
     return _run(b, None, slot, resp, nkeys, params)
 
 
+# -- small blocks: a free list per size class --------------------------------------------
+# Each script run allocates a few small blocks (KEYS/ARGV and reply tables, their parts)
+# that the GC frees soon after; through lupa's allocator each is a realloc()/free(). Blocks
+# of up to POOL_MAX bytes instead come from one region per state (reserved, touched as
+# used) and go back to a free list of their 16-byte class: Lua passes every block's size
+# when it frees or resizes it, so no header is needed. Everything else, and every block
+# that was not the pool's (those from before it, or once the region is used up), stays
+# with lupa's allocator.
+cdef enum:
+    POOL_MAX = 128
+    POOL_CLASSES = POOL_MAX // 16
+    POOL_REGION = 32 * 1024 * 1024
+
+
+cdef struct Pool:
+    lua_Alloc base  # lupa's allocator, and its argument
+    void *base_ud
+    char *start
+    char *end
+    char *next  # the region's unused part starts here
+    void *free[POOL_CLASSES]
+    void *state  # the main lua_State: lua_close frees its block last
+
+
+cdef inline int _pool_class(size_t size) noexcept nogil:
+    return <int>((size - 1) >> 4)
+
+
+cdef void *_pool_get(Pool *pool, size_t size) noexcept nogil:
+    cdef int c = _pool_class(size)
+    cdef void *block = pool.free[c]
+    if block != NULL:
+        pool.free[c] = (<void **>block)[0]
+        return block
+    cdef size_t width = (<size_t>c + 1) << 4
+    if pool.next + width <= pool.end:
+        block = pool.next
+        pool.next += width
+        return block
+    return pool.base(pool.base_ud, NULL, 0, size)
+
+
+cdef inline void _pool_put(Pool *pool, void *block, size_t size) noexcept nogil:
+    cdef int c = _pool_class(size)
+    (<void **>block)[0] = pool.free[c]
+    pool.free[c] = block
+
+
+cdef void *_pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) noexcept nogil:
+    """The state's lua_Alloc (see above)."""
+    cdef Pool *pool = <Pool *>ud
+    cdef void *block
+    cdef bint mine = ptr != NULL and pool.start <= <char *>ptr < pool.end
+    if not mine:
+        if ptr == NULL and 0 < nsize <= POOL_MAX:
+            return _pool_get(pool, nsize)
+        block = pool.base(pool.base_ud, ptr, osize, nsize)
+        if ptr == pool.state and nsize == 0:  # lua_close's last free: the pool goes too
+            munmap(pool.start, POOL_REGION)
+            free(pool)
+        return block
+    if nsize == 0:
+        _pool_put(pool, ptr, osize)
+        return NULL
+    if nsize <= POOL_MAX and _pool_class(nsize) == _pool_class(osize):
+        return ptr
+    if nsize <= POOL_MAX:
+        block = _pool_get(pool, nsize)
+    else:
+        block = pool.base(pool.base_ud, NULL, 0, nsize)
+    if block == NULL:
+        return NULL  # (Lua keeps the old block and raises its memory error)
+    memcpy(block, ptr, osize if osize < nsize else nsize)
+    _pool_put(pool, ptr, osize)
+    return block
+
+
+cdef void _use_pool(lua_State *L) noexcept nogil:
+    """Put the pool in front of the state's allocator (once; nothing when the region
+    cannot be had)."""
+    cdef void *ud = NULL
+    cdef lua_Alloc base = lua.getallocf(L, &ud)
+    if base == _pool_alloc:
+        return
+    cdef void *region = mmap(NULL, POOL_REGION, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+    if region == MAP_FAILED:
+        return
+    cdef Pool *pool = <Pool *>calloc(1, sizeof(Pool))
+    if pool == NULL:
+        return
+    pool.base = base
+    pool.base_ud = ud
+    pool.start = pool.next = <char *>region
+    pool.end = pool.start + POOL_REGION
+    pool.state = <void *>L
+    lua.setallocf(L, _pool_alloc, pool)
+
+
+def pool_used(_Binding b) -> int:
+    """How much of the state's small-block region has been handed out (-1: no pool)."""
+    cdef void *ud = NULL
+    if lua.getallocf(b.L, &ud) != _pool_alloc:
+        return -1
+    cdef Pool *pool = <Pool *>ud
+    return pool.next - pool.start
+
+
+cdef char _HOOK_KEY = 0  # its address: the registry key of the prelude's count hook
+
+
+cdef void _count_hook(lua_State *L, lua_Debug *ar) noexcept nogil:
+    """The count hook of a run (Redis's luaMaskCountHook): calls the prelude's ``hook``,
+    as the debug library's hook would, without a ``debug.sethook`` on each run. (Lua
+    threads a script creates inherit it, as in Redis.) A run holds the GIL: here other
+    Python threads (the AOF's fsync) get their turn."""
+    cdef PyThreadState *ts
+    if PyGILState_Check():
+        ts = PyEval_SaveThread()
+        PyEval_RestoreThread(ts)
+    lua.pushlightuserdata(L, <void *>&_HOOK_KEY)
+    lua.rawget(L, LUA_REGISTRYINDEX)
+    lua.call(L, 0, 0)  # (its error, a kill, propagates to the script as the hook's would)
+
+
+cdef inline void _set_field(lua_State *L, int table, const char *key, int value) noexcept:
+    """``table[key] = <value on the stack at value>`` (raw; ``table`` an absolute index)."""
+    lua.pushstring(L, key)
+    lua.pushvalue(L, value)
+    lua.rawset(L, table)
+
+
 cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, list params):
     """A script (``sha``) or a function (``slot``, when ``sha`` is None) run: its setup
-    (the prelude's begin_run/begin_fn_run), the call under Redis's error handler, the hook
-    off and the result."""
+    (KEYS/ARGV, the run state, the count hook), the call under Redis's error handler, the
+    hook off and the result."""
     cdef lua_State *L = b.L
     cdef int base = lua.gettop(L), status, i, top
-    cdef size_t size
-    cdef const char *s
     cdef Py_ssize_t n = PyList_GET_SIZE(params)
     for i in range(n):  # (from the request parser they are; anything else is made bytes)
         if type(<object>PyList_GET_ITEM(params, i)) is not bytes:
@@ -254,47 +437,44 @@ cdef object _run(_Binding b, bytes sha, int slot, int resp, Py_ssize_t nkeys, li
     if not lua.checkstack(L, 8):
         return False, b"ERR Lua stack exhausted"
     lua.rawgeti(L, LUA_REGISTRYINDEX, b.entry)  # base+1: c_entry
+    lua.rawgeti(L, base + 1, E_HANDLER)  # base+2: the error handler
     if sha is not None:
-        lua.rawgeti(L, base + 1, 1)  # begin_run(keys, argv)
-        _push_array(L, params, 0, nkeys)
-        _push_array(L, params, nkeys, n)
-        status = lua.pcall(L, 2, 0, 0)
-    else:
-        lua.rawgeti(L, base + 1, 6)  # begin_fn_run()
-        status = lua.pcall(L, 0, 0, 0)
-    if status != 0:
-        return _entry_failure(L, base)
-    lua.rawgeti(L, base + 1, 4)  # base+2: the error handler
-    if sha is not None:
-        lua.rawgeti(L, base + 1, 5)
+        lua.rawgeti(L, base + 1, E_SCRIPTS)
         _push_bytes(L, sha)
-        lua.rawget(L, -2)  # the compiled script
+        lua.rawget(L, -2)  # base+4: the compiled script
     else:
-        lua.rawgeti(L, base + 1, 7)
-        lua.rawgeti(L, -1, slot)  # the function
-    if lua.type(L, -1) != 6:  # LUA_TFUNCTION
+        lua.rawgeti(L, base + 1, E_FUNCTIONS)
+        lua.rawgeti(L, -1, slot)  # base+4: the function
+    if lua.type(L, -1) != LUA_TFUNCTION:
         lua.settop(L, base)
         return False, b"ERR the script is not compiled"
-    if sha is None:
-        _push_array(L, params, 0, nkeys)
-        _push_array(L, params, nkeys, n)
-        with nogil:
-            status = lua.pcall(L, 2, 1, base + 2)
-    else:
-        with nogil:
-            status = lua.pcall(L, 0, 1, base + 2)
+    lua.rawgeti(L, base + 1, E_RUN_STATE)  # base+5: current protocol, environment
+    lua.pushnumber(L, 2)
+    lua.rawseti(L, base + 5, 1)
+    lua.rawgeti(L, base + 1, E_GLOBALS if sha is not None else E_FN_GLOBALS)
+    lua.rawseti(L, base + 5, 2)
+    lua.settop(L, base + 4)
+    _push_array(L, params, 0, nkeys)  # base+5: KEYS
+    _push_array(L, params, nkeys, n)  # base+6: ARGV
+    if sha is not None:  # KEYS and ARGV as globals; functions get them as arguments
+        lua.rawgeti(L, base + 1, E_HIDDEN)
+        _set_field(L, base + 7, "KEYS", base + 5)
+        _set_field(L, base + 7, "ARGV", base + 6)
+        lua.settop(L, base + 4)
+    lua.sethook(L, _count_hook, LUA_MASKCOUNT, HOOK_COUNT)
+    # (with the GIL: each redis.call would take it back at once; the hook lets it go)
+    status = lua.pcall(L, 2 if sha is None else 0, 1, base + 2)
+    lua.sethook(L, NULL, 0, 0)  # (also a killed script's line hook)
     # base+3: the scripts (functions) table, base+4: result or error
-    lua.rawgeti(L, base + 1, 2)  # sethook(): the count hook off
-    if lua.pcall(L, 0, 0, 0) != 0:
-        return _entry_failure(L, base)
     if status == 0:  # the usual results, framed as the prelude's encode would frame them
-        out = _simple_result(L, base + 4)
+        out = _simple_result(L, base + 4, base + 1)
         if out is not None:
             lua.settop(L, base)
-            reply = _RawReply.__new__(_RawReply)  # (no Python __init__ frame)
+            # (RawReply's object.__new__ without the call: no arguments, no __init__)
+            reply = PyType_GenericAlloc(<PyTypeObject *>_RawReply, 0)
             reply.data = out
             return reply
-    lua.rawgeti(L, base + 1, 3)  # finish(ok, res, resp)
+    lua.rawgeti(L, base + 1, E_FINISH)  # finish(ok, res, resp)
     lua.pushboolean(L, status == 0)
     lua.pushvalue(L, base + 4)
     lua.pushnumber(L, resp)
@@ -336,9 +516,10 @@ cdef bytes _framed(char prefix, const char *s, size_t size, bint bulk, bint clea
     return out
 
 
-cdef object _simple_result(lua_State *L, int idx):
+cdef object _simple_result(lua_State *L, int idx, int entry):
     """A script's result as RESP when it is a string, a number or a status table (the
-    same bytes for every protocol); None for anything else (the prelude encodes it)."""
+    same bytes for every protocol); None for anything else (the prelude encodes it).
+    (``entry``: the c_entry table's index, for the "err" and "ok" keys.)"""
     cdef int t = lua.type(L, idx)
     cdef size_t size
     cdef const char *s
@@ -359,13 +540,13 @@ cdef object _simple_result(lua_State *L, int idx):
         return _framed(58, num + LL_DIGITS_SIZE - nlen, <size_t>nlen, False, False)  # ':'
     if t != LUA_TTABLE:
         return None
-    lua.pushlstring(L, "err", 3)
+    lua.rawgeti(L, entry, E_ERR)
     lua.rawget(L, idx)
     t = lua.type(L, -1)
     lua.settop(L, -2)
     if t == LUA_TSTRING:  # an error: the prelude's failure path
         return None
-    lua.pushlstring(L, "ok", 2)
+    lua.rawgeti(L, entry, E_OK)
     lua.rawget(L, idx)
     if lua.type(L, -1) != LUA_TSTRING:
         lua.settop(L, -2)
@@ -387,6 +568,15 @@ cdef tuple _entry_failure(lua_State *L, int base):
 
 cdef inline void _push_bytes(lua_State *L, object data) noexcept:
     lua.pushlstring(L, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
+
+
+cdef inline void _push_status(lua_State *L, object text) noexcept:
+    """A status reply for Lua: ``{ok = text}`` (in a redis.call closure: its upvalue
+    table's [2] is "ok")."""
+    lua.createtable(L, 0, 1)
+    lua.rawgeti(L, upvalue(2), 2)
+    _push_bytes(L, text)
+    lua.rawset(L, -3)
 
 
 cdef void _push_error(lua_State *L, object text, bint counted) noexcept:
@@ -462,7 +652,14 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
         result = engine._run_command(ctx, argv)
         if result[0] == TAG_REPLY:
             value = result[1]
-            if type(value) is list and _push_flat_array(L, value):
+            vtype = type(value)
+            if vtype is bytes:  # (the usual replies without reply_to_lua's tuple)
+                _push_bytes(L, value)
+                return DONE
+            if vtype is _SimpleString:
+                _push_status(L, value.data)
+                return DONE
+            if vtype is list and _push_flat_array(L, value):
                 return DONE
             result = reply_to_lua(value, ctx.lua_resp)
         tag = result[0]
@@ -479,9 +676,7 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
                 lua.pushnumber(L, <double>value)
             return DONE
         if tag == TAG_STATUS:
-            lua.createtable(L, 0, 1)
-            _push_bytes(L, value)
-            lua.setfield(L, -2, "ok")
+            _push_status(L, value)
             return DONE
         if tag == TAG_RESP:
             lua.rawgeti(L, upvalue(2), 1)  # resp_to_lua
@@ -535,7 +730,11 @@ cdef int _open_with_gil(lua_State *L) noexcept with gil:
 cdef int _set_entry_with_gil(lua_State *L) noexcept with gil:
     cdef _Binding b = <_Binding>lua.touserdata(L, upvalue(1))
     b.L = L
+    lua.pushlightuserdata(L, <void *>&_HOOK_KEY)  # registry[&_HOOK_KEY] = the hook
+    lua.rawgeti(L, 1, E_HOOK)
+    lua.rawset(L, LUA_REGISTRYINDEX)
     b.entry = lua.ref(L, LUA_REGISTRYINDEX)
+    _use_pool(L)
     return 0
 
 

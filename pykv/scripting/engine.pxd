@@ -1,13 +1,16 @@
 # Augments pykv/scripting/engine.py when Cython compiles it: the engine and the run context
 # become extension types, so the per-script bookkeeping (EVALSHA's hot path) reads and
 # writes C fields instead of instance dictionaries. Uncompiled, the .py runs as it is.
+cimport cython
+
+from pykv.server._core cimport ClientCore, CommandCore, ServerCore
 
 cpdef tuple reply_to_lua(object reply, int lua_resp)
 
 
 cdef class RunContext:
     cdef public object caller, name, command, busy_error, argv
-    cdef public bint read_only, is_function, wrote, killed, drop_reply
+    cdef public bint read_only, is_function, wrote, killed, drop_reply, may_yield
     cdef public int lua_resp, slot
     cdef public double start
 
@@ -15,7 +18,7 @@ cdef class RunContext:
 cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
-    cdef public object client, ctx, _poller, _busy_threshold, _saved_signals, libraries
+    cdef public object client, ctx, _poller, _saved_signals, libraries
     cdef public object _c_binding, _c_scripts, _c_run, _c_functions, _c_run_function
     cdef public list _slots_free
     cdef public Py_ssize_t _slots_used
@@ -23,7 +26,9 @@ cdef class Engine:
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)
     cpdef tuple _lua_call(self, tuple args)
+    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore)
     cpdef run(self, RunContext ctx, fn, Py_ssize_t nkeys, list params, bint as_callback=*)
     cpdef tuple _execute(self, RunContext ctx, list argv)
+    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore, cmd=CommandCore)
     cpdef tuple _run_command(self, RunContext ctx, list argv)
     cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly

@@ -29,6 +29,7 @@ import logging
 import signal
 import threading
 import time
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from lupa import lua51
@@ -101,7 +102,7 @@ class RunContext:
 
     # (compiled, the fields are declared in engine.pxd)
     __slots__ = ("caller", "name", "command", "read_only", "is_function", "lua_resp", "wrote",
-                 "killed", "start", "busy_error", "argv", "drop_reply", "slot")
+                 "killed", "start", "busy_error", "argv", "drop_reply", "slot", "may_yield")
 
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
@@ -113,13 +114,16 @@ class RunContext:
         self.lua_resp = 2
         self.wrote = False
         self.killed = False
-        self.start = time.monotonic()
+        self.start = monotonic()
         self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
         self.argv = None  # FCALL's command line, for FUNCTION STATS
         self.drop_reply = False  # the server goes down after it: no reply, close the caller
         # cluster mode: the one slot its keys must hash to (-1: not known yet, SLOT_ANY: no
         # such rule, as with allow-cross-slot-keys or an EVAL without a shebang)
         self.slot = SLOT_ANY
+        # past busy-reply-threshold it serves other clients (Engine.run: its caller has a
+        # connection)
+        self.may_yield = False
 
     def abort_for_shutdown(self) -> None:
         """SHUTDOWN NOSAVE while this script is busy: end it at its next hook; its caller
@@ -193,6 +197,7 @@ class Engine:
         self._slots_used = 0
         if c_calls is not None:
             resp_slot[1] = self.api.resp_to_lua
+            resp_slot[2] = b"ok"  # (the status table's key, kept for the C calls)
             c_entry = self.api.c_entry
             set_entry(c_entry)
             self._c_binding = c_calls[4]
@@ -210,7 +215,6 @@ class Engine:
         self._commands: dict[bytes, Any] = {}  # redis.call's command names as written
         self.client = ScriptClient(server)
         self.ctx: RunContext | None = None   # the running script, if any
-        self._busy_threshold: float | None = None   # when it starts serving others (s)
         self._poller: BusyPoller | None = None
         self._saved_signals: dict[int, Any] | None = None  # handlers replaced while busy
 
@@ -277,9 +281,10 @@ class Engine:
         db_index = caller.db_index
         if client.db_index != db_index:
             client.select(db_index)
-        client.user = caller.user
-        self._busy_threshold = (server.config.busy_reply_threshold / 1000.0
-                                if caller.conn is not None else None)
+        user = caller.user
+        if client.user is not user:
+            client.user = user
+        ctx.may_yield = caller.conn is not None
         self.ctx = ctx
         # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis;
         # without a sink (no AOF, no replica) begin/end_effects would only count the
@@ -307,7 +312,6 @@ class Engine:
             if marks is not None:
                 caller.woff = server.repl_offset  # what WAIT waits for
             self.ctx = None
-            self._busy_threshold = None
             if server.busy_script is ctx:
                 server.busy_script = None
             if self._poller is not None:
@@ -454,8 +458,8 @@ class Engine:
         ctx = self.ctx
         if ctx is None:
             return False
-        if self._busy_threshold is not None \
-                and time.monotonic() - ctx.start >= self._busy_threshold:
+        if ctx.may_yield and monotonic() - ctx.start \
+                >= self.server.config.busy_reply_threshold / 1000.0:
             self._serve_while_busy(ctx)
         return ctx.killed
 

@@ -138,7 +138,8 @@ class FunctionError(Exception):
 class Function:
     """One registered function: its Lua callback and what FUNCTION LIST shows."""
 
-    __slots__ = ("name", "library", "callback", "description", "flags", "slot", "__weakref__")
+    __slots__ = ("name", "library", "callback", "description", "flags", "slot", "no_writes",
+                 "__weakref__")
 
     def __init__(self, name: bytes, library: Library, callback: Any,
                  description: bytes | None, flags: frozenset[str], slot: int = 0) -> None:
@@ -148,10 +149,7 @@ class Function:
         self.description = description
         self.flags = flags
         self.slot = slot  # its place in the engine's C entry (FCALL from C), 0: none
-
-    @property
-    def no_writes(self) -> bool:
-        return "no-writes" in self.flags
+        self.no_writes = "no-writes" in flags  # (read by every FCALL)
 
     def ordered_flags(self) -> list[str]:
         return [f for f in FUNCTION_FLAGS if f in self.flags]

@@ -175,7 +175,10 @@ end
 -- Redis's Lua cannot undump: a binary chunk goes to the parser, which stops at its first
 -- byte. A leading space gets lupa's Lua to parse it as text too, with the same message.
 local globals, fn_globals  -- the two script environments (filled below)
-local current_env  -- the running script's: what loadstring/load give their chunks
+-- the running script's state: [1] the protocol redis.call replies are converted from
+-- (redis.setresp), [2] its environment (what loadstring/load give their chunks); a table,
+-- so that EVAL's and FCALL's C entry (pykv.scripting._luacall) sets them without a call
+local run_state = {2, nil}
 
 local function guarded_loadstring(...)
     local n, chunk, name = select("#", ...), ...
@@ -190,7 +193,7 @@ local function guarded_loadstring(...)
     if name == nil then name = chunk end
     if sbyte(chunk, 1) == 27 then chunk = " " .. chunk end
     local fn, err = real_loadstring(chunk, name)
-    if fn then setfenv_(fn, current_env) end
+    if fn then setfenv_(fn, run_state[2]) end
     return fn, err
 end
 
@@ -211,7 +214,7 @@ local function guarded_load(...)
         return piece
     end
     local fn, err = real_load(read, name)
-    if fn then setfenv_(fn, current_env) end
+    if fn then setfenv_(fn, run_state[2]) end
     return fn, err
 end
 
@@ -304,8 +307,6 @@ end
 -- the redis library ---------------------------------------------------------------------
 
 local redis = {}
--- the protocol redis.call replies are converted from (redis.setresp), per run
-local current_resp = 2
 redis.call = host.call_raise
 redis.pcall = host.call_protected
 -- "-CODE msg" keeps its code, anything else gets ERR (a code alone is "ERR code")
@@ -597,7 +598,7 @@ local function failure(err)
 end
 
 local function finish(ok, res, resp)
-    if ok then return encode_result(res, resp, current_resp) end
+    if ok then return encode_result(res, resp, run_state[1]) end
     return failure(res)
 end
 
@@ -616,37 +617,17 @@ local hidden  -- EVAL's globals (the real table behind ``globals``), filled belo
 -- whole prelude, so the run and the encoding of its result are one call.
 local function run(fn, resp, nkeys, ...)
     hidden.KEYS, hidden.ARGV = split_args(nkeys, ...)
-    current_resp = 2
-    current_env = globals
+    run_state[1], run_state[2] = 2, globals
     sethook(hook, "", 100000)
     local ok, res = xpcall(fn, error_handler)
     sethook()
     return finish(ok, res, resp)
 end
 
--- What ``run`` does around the script, for EVAL's C entry (pykv.scripting._luacall), which
--- pushes KEYS/ARGV and runs the script with Redis's handler itself (no xpcall frame; the
--- script is then the bottom of the stack, as in Redis): before it, and after it for a
--- result that is not a bulk string
-local function begin_run(keys, argv)
-    hidden.KEYS, hidden.ARGV = keys, argv
-    current_resp = 2
-    current_env = globals
-    sethook(hook, "", 100000)
-end
-
--- the same for FCALL's C entry, which calls the function with (keys, args) itself
-local function begin_fn_run()
-    current_resp = 2
-    current_env = fn_globals
-    sethook(hook, "", 100000)
-end
-
 local function run_callback(fn, resp, nkeys, ...)
     -- FCALL: the callback gets (keys, args) as arguments instead of globals
     local keys, argv = split_args(nkeys, ...)
-    current_resp = 2
-    current_env = fn_globals
+    run_state[1], run_state[2] = 2, fn_globals
     sethook(hook, "", 100000)
     local ok, res = xpcall(function() return fn(keys, argv) end, error_handler)
     sethook()
@@ -811,9 +792,14 @@ fn_globals, fn_hidden = make_env(common)
 
 return {
     compile = compile, run = run, run_callback = run_callback,
-    c_entry = {begin_run, sethook, finish, error_handler, {}, begin_fn_run, {}},
+    -- EVAL's and FCALL's C entry (pykv.scripting._luacall) sets KEYS/ARGV in ``hidden``,
+    -- ``run_state`` and the count hook (which calls ``hook``) itself, runs the script or
+    -- function under Redis's handler (no xpcall frame: the script is the bottom of the
+    -- stack, as in Redis) and calls ``finish`` for a result it does not encode itself
+    c_entry = {hidden, run_state, finish, error_handler, {}, globals, {}, fn_globals, hook,
+               "err", "ok"},
     encode_result = encode_result, load_library = load_library, hidden = hidden,
     resp_to_lua = resp_to_lua, error_table = error_table,
-    set_resp = function(resp) current_resp = resp end,
+    set_resp = function(resp) run_state[1] = resp end,
 }
 """

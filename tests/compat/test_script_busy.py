@@ -13,6 +13,10 @@ from support.resp import RawClient, encode_command
 
 SPIN_CALL = "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end"
 SPIN_TIGHT = "local f = function() while 1 do end end while 1 do pcall(f) end"
+# the loop in a coroutine: Lua threads inherit the count hook (as in Redis), so the kill
+# reaches it there, then the script's own thread
+SPIN_COROUTINE = ("local co = coroutine.create(function() while 1 do end end) "
+                  "while 1 do coroutine.resume(co) end")
 LIBRARY = "\n".join([
     "#!lua name=busylib",
     "redis.register_function('spin', function()",
@@ -55,8 +59,8 @@ FCALL_STEPS = [("PING",), ("SET", "k", "v"), ("FCALL", "spin", "0"), ("SCRIPT", 
 
 
 @pytest.mark.parametrize("resp", [2, 3])
-@pytest.mark.parametrize("script", [SPIN_CALL, SPIN_TIGHT, "while 1 do end"],
-                         ids=["pcall-redis-call", "pcall-tight-loop", "plain-loop"])
+@pytest.mark.parametrize("script", [SPIN_CALL, SPIN_TIGHT, "while 1 do end", SPIN_COROUTINE],
+                         ids=["pcall-redis-call", "pcall-tight-loop", "plain-loop", "coroutine"])
 def test_script_kill_is_final(real_redis, pykv_proc, resp, script):
     out = _same(real_redis, pykv_proc, resp, ("EVAL", script, "0"), EVAL_STEPS)
     assert out[0].startswith(b"-BUSY Redis is busy running a script. You can only call "

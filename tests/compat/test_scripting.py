@@ -271,6 +271,31 @@ def test_eval_inside_multi(diff):
     diff("EXEC")
 
 
+ALLOCATING_SCRIPT = """
+local acc = {}
+for round = 1, tonumber(ARGV[1]) do
+  local t = {}
+  for i = 1, (round % 97) do t[i] = string.rep('x', i % 40) .. i end
+  local h = {}
+  for i = 1, (round % 53) do h['k' .. i] = {i, tostring(i * 3)} end
+  if round % 7 == 0 then acc[#acc + 1] = table.concat(t, ',') end
+  if #acc > 50 then acc = {} end
+  redis.call('set', 'k' .. (round % 100), t[round % 97] or 'e')
+end
+collectgarbage()
+local s = 0
+for i = 1, #acc do s = s + #acc[i] end
+return {s, #acc, redis.call('get', 'k5'), redis.call('get', 'k99')}
+"""
+
+
+def test_allocating_script(diff):
+    """Many small tables and strings made, grown and collected (the C entry's small-block
+    pool: blocks change size classes, are freed and reused across runs)."""
+    for rounds in ("10", "1000", "5000"):
+        diff("EVAL", ALLOCATING_SCRIPT, "0", rounds)
+
+
 def test_blocking_command_in_script_does_not_block(diff):
     diff("EVAL", "return redis.call('blpop', 'nolist', 0)", "0")
 

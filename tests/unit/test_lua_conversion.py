@@ -179,3 +179,24 @@ def test_fcall_c_entry_and_python_callback_agree(monkeypatch):
     pytest.importorskip("pykv.scripting._luacall")
     with_c = _function_replies(monkeypatch, True)
     assert with_c == _function_replies(monkeypatch, False)
+
+
+def test_small_block_pool_is_reused(monkeypatch):
+    """The C entry's small-block pool hands freed blocks out again: thousands of runs,
+    each making KEYS/ARGV and reply tables, leave its region's use where it was."""
+    luacall = pytest.importorskip("pykv.scripting._luacall")
+    from pykv.scripting import engine as engine_module
+
+    engine, caller = _scripting(monkeypatch, True)
+    sha = engine.cache_script(b"return {redis.call('set', KEYS[1], ARGV[1]), {ARGV[1]}}")
+
+    def runs(n):
+        for _ in range(n):
+            ctx = engine_module.RunContext(caller, sha, False, False, b"evalsha")
+            engine.run(ctx, engine.scripts[sha][1], 1, [b"k", b"v"])
+        engine.lua.execute("collectgarbage()")
+        return luacall.pool_used(engine._c_binding)
+
+    first = runs(2000)
+    assert first > 0
+    assert runs(20000) <= first + 64 * 1024
