@@ -1,0 +1,60 @@
+# cython: language_level=3
+"""INCR/DECR/INCRBY/DECRBY's arithmetic in C: the stored decimal parsed, the delta added with
+Redis's overflow test and the new decimal made, without an int object on the way; and the
+``:N`` integer reply written from those digits straight into a client's output buffer.
+
+Redis parses the stored value with ``string2ll`` (so ``" 1"`` or ``"01"`` is not an integer)
+and refuses a result outside 64 bits before it changes anything (``incrDecrCommand``).
+"""
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.limits cimport LLONG_MAX, LLONG_MIN
+from libc.string cimport memcpy
+
+from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
+from pykv.protocol._parser cimport parse_ll
+
+from pykv import errors
+
+cdef object _NOT_INTEGER = errors.NOT_INTEGER
+cdef object _INCR_OVERFLOW = errors.INCR_OVERFLOW
+cdef object _WRONGTYPE = errors.WRONGTYPE
+
+
+cpdef bytes counter_add(object value, long long delta):
+    """The decimal text of ``value`` (a stored string, or None for a missing key: 0) plus
+    ``delta``; WRONGTYPE for another type, NOT_INTEGER for a string ``string2ll`` rejects,
+    INCR_OVERFLOW for a sum outside 64 bits."""
+    cdef long long current = 0
+    cdef bint ok
+    cdef char buf[LL_DIGITS_SIZE]
+    cdef Py_ssize_t n
+    if value is not None:
+        if type(value) is bytes:
+            ok = parse_ll(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &current)
+        elif type(value) is bytearray:
+            ok = parse_ll(PyByteArray_AS_STRING(value), PyByteArray_GET_SIZE(value), &current)
+        else:
+            raise _WRONGTYPE
+        if not ok:
+            raise _NOT_INTEGER
+        if (delta < 0 and current < 0 and delta < LLONG_MIN - current) or \
+                (delta > 0 and current > 0 and delta > LLONG_MAX - current):
+            raise _INCR_OVERFLOW
+    n = ll_digits(buf, current + delta)
+    return PyBytes_FromStringAndSize(buf + LL_DIGITS_SIZE - n, n)
+
+
+cpdef int write_integer(bytearray out, bytes digits) except -1:
+    """Append the RESP integer reply ``:<digits>\\r\\n`` to ``out`` (RESP2 and RESP3 alike);
+    ``digits`` is a canonical decimal, as ``counter_add`` returns."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(digits)
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
+    cdef char *dst
+    PyByteArray_Resize(out, old + n + 3)
+    dst = PyByteArray_AS_STRING(out) + old
+    dst[0] = b':'
+    memcpy(dst + 1, PyBytes_AS_STRING(digits), n)
+    dst[n + 1] = b'\r'
+    dst[n + 2] = b'\n'
+    return 0
