@@ -1,15 +1,14 @@
 # cython: language_level=3
 """INCR/DECR/INCRBY/DECRBY's arithmetic in C: the stored decimal parsed, the delta added with
-Redis's overflow test and the new decimal made, without an int object on the way; and the
-``:N`` integer reply written from those digits straight into a client's output buffer.
+Redis's overflow test and the new decimal made, without an int object on the way (the reply
+is then written from those digits in place, ``pykv.protocol._writer.write_integer_text``).
 
 Redis parses the stored value with ``string2ll`` (so ``" 1"`` or ``"01"`` is not an integer)
 and refuses a result outside 64 bits before it changes anything (``incrDecrCommand``).
 """
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport LLONG_MAX, LLONG_MIN
-from libc.string cimport memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 from pykv.protocol._parser cimport parse_ll
@@ -43,18 +42,3 @@ cpdef bytes counter_add(object value, long long delta):
             raise _INCR_OVERFLOW
     n = ll_digits(buf, current + delta)
     return PyBytes_FromStringAndSize(buf + LL_DIGITS_SIZE - n, n)
-
-
-cpdef int write_integer(bytearray out, bytes digits) except -1:
-    """Append the RESP integer reply ``:<digits>\\r\\n`` to ``out`` (RESP2 and RESP3 alike);
-    ``digits`` is a canonical decimal, as ``counter_add`` returns."""
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(digits)
-    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
-    cdef char *dst
-    PyByteArray_Resize(out, old + n + 3)
-    dst = PyByteArray_AS_STRING(out) + old
-    dst[0] = b':'
-    memcpy(dst + 1, PyBytes_AS_STRING(digits), n)
-    dst[n + 1] = b'\r'
-    dst[n + 2] = b'\n'
-    return 0

@@ -2,11 +2,12 @@
 # the client, its server and its database are C-level types (pykv/server/_core.pxd,
 # pykv/storage/keyspace.pxd), so reading ``c.db``/``c.server``, counting ``dirty`` and the
 # keyspace hits, and the lookups and writes are C struct accesses and C calls; INCR's
-# arithmetic and integer reply are C calls into _counter.pyx.
+# arithmetic (_counter.pyx) and its in-place integer reply (the reply writer) are C calls.
 cimport cython
 
-from pykv.commands._counter cimport counter_add, write_integer
+from pykv.commands._counter cimport counter_add
 from pykv.protocol._parser cimport string2ll
+from pykv.protocol._writer cimport write_integer_text
 from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from pykv import errors
-from pykv.commands._counter import counter_add, write_integer
+from pykv.commands._counter import counter_add
 from pykv.commands.args import LLONG_MAX, LLONG_MIN, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply
 from pykv.protocol._parser import string2ll
+from pykv.protocol._writer import write_integer_text
 from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage._numeric import incrbyfloat as _ld_incrbyfloat
@@ -446,7 +447,7 @@ def _incr_command(c: Any, key: bytes, delta: int) -> Any:
     if server.keyspace_notifier is not None:
         notify(server, "$", b"incrby", key, db.id)
     if c.reply_mode == 0:
-        write_integer(c.out, new)
+        write_integer_text(c.out, new)
         return NO_REPLY
     return string2ll(new)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.resp import encode_command
 
 ELEMS = ["a", "b", "c", "1", "2", "", "x" * 70]
 
@@ -34,6 +35,30 @@ def test_push_pop_and_reads(diff):
         ("RPUSH", "l", "x"), ("LPUSHX", "l", "a", "b"), ("RPUSHX", "l", "c", "d"),
         ("LRANGE", "l", "0", "-1"),
     ])
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_push_reply_paths(diff, diff3, proto):
+    """A push's new length is written into the output buffer only when the reply goes out
+    as it is: inside MULTI, from a script and under CLIENT REPLY the replies must match."""
+    d = diff if proto == 2 else diff3
+    d("LPUSHX", "l", "a")
+    d("RPUSH", "l", "a")
+    d("LPUSH", "l", "b", "c")
+    d("RPUSHX", "l", "d")
+    d("MULTI")
+    d("LPUSH", "l", "e")
+    d("RPUSH", "l", "f", "g")
+    d("LPUSHX", "nokey", "x")
+    d("EXEC")
+    d("EVAL", "return {redis.call('RPUSH', KEYS[1], 'h'), redis.call('LPUSH', KEYS[1], 1, 2)}",
+      1, "l")
+    d.raw(encode_command("CLIENT", "REPLY", "SKIP") + encode_command("RPUSH", "l", "i")
+          + encode_command("LPUSH", "l", "j"))
+    d("LRANGE", "l", "0", "-1")
+    for n in range(300):  # across the packed list's size into the quicklist
+        d("RPUSH" if n % 2 else "LPUSH", "big", "x" * (n % 70))
+    d("LRANGE", "big", "0", "-1")
 
 
 def test_argument_errors(diff):
