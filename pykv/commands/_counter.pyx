@@ -20,6 +20,24 @@ cdef object _INCR_OVERFLOW = errors.INCR_OVERFLOW
 cdef object _WRONGTYPE = errors.WRONGTYPE
 
 
+cdef inline bint _small_positive(const char *s, Py_ssize_t n, long long *out) noexcept:
+    """1 to 18 digits without a leading zero (no sign, no overflow possible): the common
+    counter, read without ``parse_ll``'s per-digit overflow test; False for anything else
+    (``parse_ll`` then decides)."""
+    cdef long long v = 0
+    cdef Py_ssize_t i
+    cdef unsigned int d
+    if n == 0 or n > 18 or s[0] == b'0':
+        return False
+    for i in range(n):
+        d = <unsigned char>s[i] - 48
+        if d > 9:
+            return False
+        v = v * 10 + d
+    out[0] = v
+    return True
+
+
 cpdef bytes counter_add(object value, long long delta):
     """The decimal text of ``value`` (a stored string, or None for a missing key: 0) plus
     ``delta``; WRONGTYPE for another type, NOT_INTEGER for a string ``string2ll`` rejects,
@@ -30,7 +48,8 @@ cpdef bytes counter_add(object value, long long delta):
     cdef Py_ssize_t n
     if value is not None:
         if type(value) is bytes:
-            ok = parse_ll(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &current)
+            ok = _small_positive(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &current) \
+                or parse_ll(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), &current)
         elif type(value) is bytearray:
             ok = parse_ll(PyByteArray_AS_STRING(value), PyByteArray_GET_SIZE(value), &current)
         else:
