@@ -86,7 +86,8 @@ def _removed(c: Any, key: bytes, value: ListValue, left: bool, count: int) -> No
 
 def _push(c: Any, argv: list[bytes], left: bool, only_existing: bool) -> Any:
     """LPUSH/RPUSH/LPUSHX/RPUSHX of ``argv[2:]``; the new length goes into the output buffer
-    as it is when the reply does (not a script's or a CLIENT REPLY one)."""
+    as it is when the reply does (not a script's or a CLIENT REPLY one), before the keyspace
+    event (a RESP3 client subscribed to it gets them in Redis's order)."""
     key = argv[1]
     db = c.db
     value = db.get(key)
@@ -105,13 +106,14 @@ def _push(c: Any, argv: list[bytes], left: bool, only_existing: bool) -> Any:
         raise _WRONGTYPE
     server = c.server
     server.dirty += len(argv) - 2
-    if server.keyspace_notifier is not None:
-        notify(server, "l", b"lpush" if left else b"rpush", key, db.id)
     length = len(value.items)
+    reply: Any = length
     if c.reply_mode == 0:
         write_integer_reply(c.out, length)
-        return NO_REPLY
-    return length
+        reply = NO_REPLY
+    if server.keyspace_notifier is not None:  # after the reply, as Redis's pushGenericCommand
+        notify(server, "l", b"lpush" if left else b"rpush", key, db.id)
+    return reply
 
 
 def _add(items: Any, argv: list[bytes], left: bool) -> None:

@@ -4,6 +4,7 @@
 # C loop.
 cimport cython
 
+from pykv.protocol._writer cimport write_integer_reply
 from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
 
@@ -11,7 +12,7 @@ from pykv.storage.keyspace cimport Database
 @cython.locals(n=Py_ssize_t, v=cython.longlong, ch=cython.uchar)
 cpdef object parse_score(bytes data)
 
-@cython.locals(db=Database, server=ServerCore)
+@cython.locals(db=Database, server=ServerCore, added=cython.int)
 cdef _zadd_one(ClientCore c, list argv)
 
 @cython.locals(db=Database, n=Py_ssize_t, count=Py_ssize_t)

@@ -16,7 +16,9 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, parse_int, to_float, to_int
 from pykv.commands.registry import TABLE, command
 from pykv.protocol import NULL_ARRAY, ErrorReply, RawReply, format_double
+from pykv.protocol._writer import write_integer_reply
 from pykv.server.blocking import block_for_keys, parse_timeout
+from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.zset_type import ZSet, parse_lex_range, parse_score_range
@@ -193,10 +195,15 @@ def _zadd_one(c: Any, argv: list[bytes]) -> Any:
         return 0
     db.modified(key)
     server = c.server
-    if server.keyspace_notifier is not None:
-        notify(server, "z", b"zadd", key, db.id)
     server.dirty += 1
-    return added
+    if server.keyspace_notifier is None:
+        return added
+    reply: Any = added
+    if c.reply_mode == 0:  # the reply before the event, as Redis's zaddGenericCommand
+        write_integer_reply(c.out, added)
+        reply = NO_REPLY
+    notify(server, "z", b"zadd", key, db.id)
+    return reply
 
 
 @command("zincrby")
