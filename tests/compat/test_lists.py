@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from support.resp import encode_command
 
 ELEMS = ["a", "b", "c", "1", "2", "", "x" * 70]
 
@@ -46,15 +45,8 @@ def test_push_reply_paths(diff, diff3, proto):
     d("RPUSH", "l", "a")
     d("LPUSH", "l", "b", "c")
     d("RPUSHX", "l", "d")
-    d("MULTI")
-    d("LPUSH", "l", "e")
-    d("RPUSH", "l", "f", "g")
-    d("LPUSHX", "nokey", "x")
-    d("EXEC")
-    d("EVAL", "return {redis.call('RPUSH', KEYS[1], 'h'), redis.call('LPUSH', KEYS[1], 1, 2)}",
-      1, "l")
-    d.raw(encode_command("CLIENT", "REPLY", "SKIP") + encode_command("RPUSH", "l", "i")
-          + encode_command("LPUSH", "l", "j"))
+    d.reply_paths(("LPUSH", "l", "e"), ("RPUSH", "l", "f", "g"))
+    d.reply_paths(("LPUSHX", "nokey", "x"), ("RPUSH", "l", "h"))
     d("LRANGE", "l", "0", "-1")
     for n in range(300):  # across the packed list's size into the quicklist
         d("RPUSH" if n % 2 else "LPUSH", "big", "x" * (n % 70))

@@ -360,7 +360,7 @@ def test_encodings_follow_config(diff):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_blocking_pops(diff, diff3, real_redis, pykv_proc, proto):
-    from support.resp import RawClient, encode_command
+    from support.resp import RawClient
 
     d = diff if proto == 2 else diff3
     d.many([
@@ -422,16 +422,9 @@ def test_pop_reply_paths(diff, diff3, proto):
     out as it is: inside MULTI, from a script and under CLIENT REPLY the replies match."""
     d = diff if proto == 2 else diff3
     d("ZADD", "z", "1", "a", "2", "b", "3", "c")
-    d("MULTI")
-    d("ZPOPMIN", "nokey")
-    d("ZPOPMAX", "z")
-    d("ZPOPMIN", "z", "0")
-    d("ZPOPMIN", "nokey", "2")
-    d("EXEC")
-    d("EVAL", "return {redis.call('ZPOPMIN', KEYS[1]), redis.call('ZPOPMAX', KEYS[2], 5)}",
-      2, "nokey", "z")
-    d.raw(encode_command("CLIENT", "REPLY", "SKIP") + encode_command("ZPOPMIN", "nokey")
-          + encode_command("ZPOPMIN", "nokey", "1"))
+    d.reply_paths(("ZPOPMIN", "nokey"), ("ZPOPMAX", "z"))
+    d.reply_paths(("ZPOPMIN", "z", "0"), ("ZPOPMIN", "nokey", "2"))
+    d.reply_paths(("ZPOPMAX", "z", "5"), ("ZPOPMIN", "nokey", "1"))
     d("EXISTS", "z")
 
 
