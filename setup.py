@@ -34,6 +34,7 @@ PYX_MODULES = [
     "pykv/storage/_intset.pyx",  # sets of integers packed as Redis's intset
     "pykv/storage/_keytable.pyx",  # the keyspace's table: key, value, access clock, memory
     "pykv/storage/_fieldtable.pyx",  # big hashes: one blob per field, no object per field
+    "pykv/commands/_counter.pyx",  # INCR/DECR arithmetic on the stored decimal
     "pykv/scripting/_luacall.pyx",  # redis.call/pcall as Lua C functions
     # the RDMA transport's per-request path: windows, session, CQ handler, software fabric
     "pykv/rdma/cverbs.pyx",

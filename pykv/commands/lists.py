@@ -15,6 +15,7 @@ from pykv import errors
 from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
 from pykv.protocol import NULL_ARRAY, OK, ErrorReply
+from pykv.protocol._writer import write_integer_reply
 from pykv.server.blocking import block_for_keys, parse_timeout
 from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
@@ -83,54 +84,70 @@ def _removed(c: Any, key: bytes, value: ListValue, left: bool, count: int) -> No
     server.dirty += count
 
 
-def _push(c: Any, key: bytes, elements: list[bytes], left: bool, only_existing: bool) -> int:
+def _push(c: Any, argv: list[bytes], left: bool, only_existing: bool) -> Any:
+    """LPUSH/RPUSH/LPUSHX/RPUSHX of ``argv[2:]``; the new length goes into the output buffer
+    as it is when the reply does (not a script's or a CLIENT REPLY one), before the keyspace
+    event (a RESP3 client subscribed to it gets them in Redis's order)."""
+    key = argv[1]
     db = c.db
     value = db.get(key)
     if value is None:
         if only_existing:
             return 0
         value = ListValue()
-        if left:
-            value.items.extendleft(elements)
-        else:
-            value.items.extend(elements)
+        _add(value.items, argv, left)
         value.settle()
         db.set(key, value)
     elif type(value) is ListValue:
-        if left:
-            value.items.extendleft(elements)
-        else:
-            value.items.extend(elements)
+        _add(value.items, argv, left)
         value.settle()
         db.modified(key)
     else:
         raise _WRONGTYPE
     server = c.server
-    server.dirty += len(elements)
-    if server.keyspace_notifier is not None:
+    server.dirty += len(argv) - 2
+    length = len(value.items)
+    reply: Any = length
+    if c.reply_mode == 0:
+        write_integer_reply(c.out, length)
+        reply = NO_REPLY
+    if server.keyspace_notifier is not None:  # after the reply, as Redis's pushGenericCommand
         notify(server, "l", b"lpush" if left else b"rpush", key, db.id)
-    return len(value.items)
+    return reply
+
+
+def _add(items: Any, argv: list[bytes], left: bool) -> None:
+    """Push ``argv[2:]`` (one element without the slice, the benchmarked case)."""
+    if len(argv) == 3:
+        if left:
+            items.appendleft(argv[2])
+        else:
+            items.append(argv[2])
+    elif left:
+        items.extendleft(argv[2:])
+    else:
+        items.extend(argv[2:])
 
 
 # -- push ------------------------------------------------------------------------------------
 @command("lpush")
 def lpush(c, argv):
-    return _push(c, argv[1], argv[2:], True, False)
+    return _push(c, argv, True, False)
 
 
 @command("rpush")
 def rpush(c, argv):
-    return _push(c, argv[1], argv[2:], False, False)
+    return _push(c, argv, False, False)
 
 
 @command("lpushx")
 def lpushx(c, argv):
-    return _push(c, argv[1], argv[2:], True, True)
+    return _push(c, argv, True, True)
 
 
 @command("rpushx")
 def rpushx(c, argv):
-    return _push(c, argv[1], argv[2:], False, True)
+    return _push(c, argv, False, True)
 
 
 # -- pop -------------------------------------------------------------------------------------

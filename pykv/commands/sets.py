@@ -18,6 +18,8 @@ from pykv.commands.args import LLONG_MIN, to_int
 from pykv.commands.keys import parse_scan_options
 from pykv.commands.registry import command
 from pykv.protocol import ErrorReply, RespSet
+from pykv.protocol._writer import write_integer_reply
+from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.set_type import SetValue, is_int_member
@@ -62,7 +64,7 @@ def sadd(c, argv):
     return _sadd(c, argv)
 
 
-def _sadd(c: Any, argv: list[bytes]) -> int:
+def _sadd(c: Any, argv: list[bytes]) -> Any:
     # typed in sets.pxd: ``db`` and ``server`` are C-level types
     key = argv[1]
     db = c.db
@@ -73,7 +75,10 @@ def _sadd(c: Any, argv: list[bytes]) -> int:
         added = value.add_many(argv[2:], server.config)
         db.set(key, value)
     elif type(value) is SetValue:
-        added = value.add_many(argv[2:], server.config)
+        if len(argv) == 3 and argv[2] in value.s:  # one member already there: no change
+            added = 0
+        else:
+            added = value.add_many(argv[2:], server.config)
         if added:
             db.modified(key)
     else:
@@ -82,6 +87,9 @@ def _sadd(c: Any, argv: list[bytes]) -> int:
         if server.keyspace_notifier is not None:
             notify(server, "s", b"sadd", key, db.id)
         server.dirty += added
+    if c.reply_mode == 0:  # the count goes into the output buffer as it is (not a script's)
+        write_integer_reply(c.out, added)
+        return NO_REPLY
     return added
 
 

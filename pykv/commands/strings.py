@@ -14,10 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from pykv import errors
+from pykv.commands._counter import counter_add
 from pykv.commands.args import LLONG_MAX, LLONG_MIN, to_int
 from pykv.commands.registry import command
 from pykv.protocol import OK, ErrorReply
-from pykv.protocol._parser import ll2bytes, string2ll
+from pykv.protocol._parser import string2ll
+from pykv.protocol._writer import write_integer_text
+from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage._numeric import incrbyfloat as _ld_incrbyfloat
 from pykv.storage._numeric import lcs as _lcs
@@ -426,54 +429,27 @@ def setrange(c, argv):
 
 
 # -- counters ---------------------------------------------------------------------------
-def incr_by(db: Any, key: bytes, delta: int) -> int:
-    """Add ``delta`` to the integer at ``key`` (Redis's incrDecrCommand); no events."""
-    value = get_string(db, key)
-    if value is None:
-        current = 0
-    else:
-        current = to_int(bytes(value))
-        if current is None:
-            raise errors.NOT_INTEGER
-    new = current + delta
-    if new > LLONG_MAX or new < LLONG_MIN:
-        raise errors.INCR_OVERFLOW
-    if value is None:
-        db.set(key, b"%d" % new)
-    else:
-        db.replace_value(key, b"%d" % new)
-    return new
-
-
-def _incr_command(c: Any, key: bytes, delta: int) -> int:
-    """INCR/DECR/INCRBY/DECRBY: ``incr_by`` inlined, as this is one of the hottest paths."""
+def _incr_command(c: Any, key: bytes, delta: int) -> Any:
+    """INCR/DECR/INCRBY/DECRBY (Redis's incrDecrCommand), one of the hottest paths: the
+    arithmetic is C (``counter_add``) and the reply goes into the output buffer from the
+    new value's digits when it is written as it is (not a script's or a CLIENT REPLY one)."""
     db = c.db
     value = db.get(key)
+    new = counter_add(value, delta)
     if value is None:
-        new = delta
-        db.set(key, ll2bytes(new))
+        db.set(key, new)
+    elif type(value) is bytes:  # int-encoded before and after: the same memory estimate
+        db.replace_counter(key, new)
     else:
-        t = type(value)
-        if t is bytes:
-            current = string2ll(value)
-        elif t is bytearray:
-            current = string2ll(bytes(value))
-        else:
-            raise errors.WRONGTYPE
-        if current is None:
-            raise errors.NOT_INTEGER
-        new = current + delta
-        if new > LLONG_MAX or new < LLONG_MIN:
-            raise errors.INCR_OVERFLOW
-        if t is bytes:  # int-encoded before and after: the same memory estimate
-            db.replace_counter(key, ll2bytes(new))
-        else:
-            db.replace_value(key, ll2bytes(new))
+        db.replace_value(key, new)
     server = c.server
     server.dirty += 1
     if server.keyspace_notifier is not None:
         notify(server, "$", b"incrby", key, db.id)
-    return new
+    if c.reply_mode == 0:
+        write_integer_text(c.out, new)
+        return NO_REPLY
+    return string2ll(new)
 
 
 @command("incr")

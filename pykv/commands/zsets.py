@@ -15,8 +15,10 @@ from typing import Any
 from pykv import errors
 from pykv.commands.args import LLONG_MAX, parse_int, to_float, to_int
 from pykv.commands.registry import TABLE, command
-from pykv.protocol import NULL_ARRAY, ErrorReply, format_double
+from pykv.protocol import NULL_ARRAY, ErrorReply, RawReply, format_double
+from pykv.protocol._writer import write_integer_reply
 from pykv.server.blocking import block_for_keys, parse_timeout
+from pykv.server.client import NO_REPLY
 from pykv.server.notify import notify
 from pykv.storage.scan import ScanIndex, parse_cursor, scan
 from pykv.storage.zset_type import ZSet, parse_lex_range, parse_score_range
@@ -40,6 +42,8 @@ ERR_COUNT_POSITIVE = ErrorReply(b"ERR count should be greater than 0")
 ERR_LIMIT_NEGATIVE = ErrorReply(b"ERR LIMIT can't be negative")
 ERR_OUT_OF_RANGE = ErrorReply(b"ERR value is out of range")
 LONG_MAX = LLONG_MAX
+# an empty array reply as bytes (RESP2 and RESP3), for replies written as they are
+_EMPTY_ARRAY = RawReply(b"*0\r\n")
 
 
 def _at_least_one_key(name: str) -> ErrorReply:
@@ -133,9 +137,17 @@ _ZADD_FLAGS = frozenset((b"nx", b"xx", b"ch", b"incr", b"gt", b"lt"))
 
 
 def parse_score(data: bytes) -> float | None:
-    """A ZADD score: plain digits take the fast road, the rest Redis's full rules."""
-    if len(data) < 16 and data.isdigit():
-        return float(data)
+    """A ZADD score: up to 15 plain digits are read here (exact in a double), decimals
+    with up to 15 digits each side by ``float``, the rest by Redis's full rules."""
+    n = len(data)
+    if 0 < n < 16:
+        v = 0
+        for ch in data:
+            if ch < 48 or ch > 57:
+                break
+            v = v * 10 + (ch - 48)
+        else:
+            return float(v)
     if _SIMPLE_SCORE.match(data) is not None:
         return float(data)
     return to_float(data)
@@ -148,7 +160,12 @@ _SIMPLE_SCORE = re.compile(rb"-?[0-9]{1,15}(?:\.[0-9]{1,15})?\Z")
 def zadd(c, argv):
     if len(argv) != 4:
         return _zadd(c, argv, False)
-    # the common single-pair form without flags, kept lean (benchmarked)
+    return _zadd_one(c, argv)
+
+
+def _zadd_one(c: Any, argv: list[bytes]) -> Any:
+    """ZADD key score member, the single-pair form without flags (benchmarked): typed in
+    zsets.pxd, like ``_zpop``."""
     score = parse_score(argv[2])
     if score is None:
         if argv[2].lower() in _ZADD_FLAGS:
@@ -178,10 +195,15 @@ def zadd(c, argv):
         return 0
     db.modified(key)
     server = c.server
-    if server.keyspace_notifier is not None:
-        notify(server, "z", b"zadd", key, db.id)
     server.dirty += 1
-    return added
+    if server.keyspace_notifier is None:
+        return added
+    reply: Any = added
+    if c.reply_mode == 0:  # the reply before the event, as Redis's zaddGenericCommand
+        write_integer_reply(c.out, added)
+        reply = NO_REPLY
+    notify(server, "z", b"zadd", key, db.id)
+    return reply
 
 
 @command("zincrby")
@@ -580,10 +602,13 @@ def pop_items(c: Any, key: bytes, z: ZSet, count: int, pop_max: bool) -> list:
     else:
         items = z.items(0, n)
         z.remove_index_range(0, n)
-    c.server.dirty += n
-    notify(c.server, "z", b"zpopmax" if pop_max else b"zpopmin", key, c.db.id)
+    server = c.server
+    db = c.db
+    server.dirty += n
+    if server.keyspace_notifier is not None:
+        notify(server, "z", b"zpopmax" if pop_max else b"zpopmin", key, db.id)
     if not _delete_if_empty(c, key, z):
-        c.db.modified(key)
+        db.modified(key)
     return items
 
 
@@ -607,16 +632,24 @@ def zpopmax(c, argv):
 
 
 def _zpop(c: Any, argv: list[bytes], pop_max: bool) -> Any:
-    if len(argv) > 3:
+    """ZPOPMIN/ZPOPMAX (typed in zsets.pxd: the client and its database are C types)."""
+    n = len(argv)
+    if n > 3:
         raise errors.SYNTAX
-    count = -1
-    if len(argv) == 3:
+    count = 1
+    if n == 3:
         count = _range_long(argv[2], 0, LONG_MAX, errors.NOT_POSITIVE_COUNT)
-    found = first_nonempty_zset(c, [argv[1]])
-    if found is None or count == 0:
-        return []
-    items = pop_items(c, found[0], found[1], 1 if count == -1 else count, pop_max)
-    if c.resp > 2 and count != -1:
+    key = argv[1]
+    db = c.db
+    z = db.get(key)
+    if z is None:
+        return _EMPTY_ARRAY if c.reply_mode == 0 else []
+    if type(z) is not ZSet:
+        raise errors.WRONGTYPE
+    if count == 0:
+        return _EMPTY_ARRAY if c.reply_mode == 0 else []
+    items = pop_items(c, key, z, count, pop_max)
+    if c.resp > 2 and n == 3:
         return [[m, s] for s, m in items]
     return items_reply(items, True, 2)
 

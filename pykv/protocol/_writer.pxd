@@ -1,2 +1,5 @@
 # The reply writer's C interface, for the dispatcher (pykv/server/_core.pyx).
 cpdef void write_reply(bytearray out, object v, int resp) except *
+# integer replies written in place by compiled commands (INCR, LPUSH/RPUSH: no int object)
+cpdef int write_integer_reply(bytearray out, long long value) except -1
+cpdef int write_integer_text(bytearray out, bytes digits) except -1

@@ -217,3 +217,16 @@ def encode_reply(object v, int resp=2) -> bytes:
     cdef bytearray out = bytearray()
     write_reply(out, v, resp)
     return bytes(out)
+
+
+# -- in place, for compiled commands that write their reply themselves ---------------------
+cpdef int write_integer_reply(bytearray out, long long value) except -1:
+    """``:<value>\\r\\n`` (a push's new length, without an int object)."""
+    _header(out, b':', value)
+    return 0
+
+
+cpdef int write_integer_text(bytearray out, bytes digits) except -1:
+    """``:<digits>\\r\\n`` from a canonical decimal already made (INCR's stored value)."""
+    _line(out, b':', digits)
+    return 0

@@ -48,6 +48,20 @@ class Diff:
         for cmd in commands:
             self(*cmd)
 
+    def reply_paths(self, first: tuple, second: tuple) -> None:
+        """Two commands where a reply is not written to the client as it goes: inside
+        MULTI/EXEC, both from one script, and under CLIENT REPLY SKIP (the first skipped);
+        for handlers that write their reply into the output buffer themselves."""
+        self("MULTI")
+        self(*first)
+        self(*second)
+        self("EXEC")
+        calls = ", ".join(f"redis.call({', '.join(repr(str(a)) for a in cmd)})"
+                          for cmd in (first, second))
+        self("EVAL", f"return {{{calls}}}", 0)
+        self.raw(encode_command("CLIENT", "REPLY", "SKIP") + encode_command(*first)
+                 + encode_command(*second))
+
 
 def _pair(real_redis, pykv_proc, resp3: bool):
     real = RawClient(port=real_redis.port)

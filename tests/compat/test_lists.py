@@ -36,6 +36,23 @@ def test_push_pop_and_reads(diff):
     ])
 
 
+@pytest.mark.parametrize("proto", [2, 3])
+def test_push_reply_paths(diff, diff3, proto):
+    """A push's new length is written into the output buffer only when the reply goes out
+    as it is: inside MULTI, from a script and under CLIENT REPLY the replies must match."""
+    d = diff if proto == 2 else diff3
+    d("LPUSHX", "l", "a")
+    d("RPUSH", "l", "a")
+    d("LPUSH", "l", "b", "c")
+    d("RPUSHX", "l", "d")
+    d.reply_paths(("LPUSH", "l", "e"), ("RPUSH", "l", "f", "g"))
+    d.reply_paths(("LPUSHX", "nokey", "x"), ("RPUSH", "l", "h"))
+    d("LRANGE", "l", "0", "-1")
+    for n in range(300):  # across the packed list's size into the quicklist
+        d("RPUSH" if n % 2 else "LPUSH", "big", "x" * (n % 70))
+    d("LRANGE", "big", "0", "-1")
+
+
 def test_argument_errors(diff):
     diff.many([
         ("RPUSH", "l", "a", "b", "a"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from support.resp import RawClient
+from support.resp import RawClient, encode_command
 
 from pykv.commands import load_all_commands
 
@@ -170,3 +170,21 @@ def test_new_key_events(diff, sub, events_cfg):
     diff("HSET", "h", "f", "v")
     events(sub, 4)
     quiet(sub)
+
+
+def test_reply_and_own_event_order_resp3(diff3):
+    """A RESP3 client subscribed to its own keyspace events: INCR's event comes before its
+    reply, LPUSH/RPUSH's and ZADD's after it (Redis's order, reply for reply)."""
+    diff3("CONFIG", "SET", "notify-keyspace-events", "KEA")
+    try:
+        diff3("SUBSCRIBE", "__keyspace@0__:l", "__keyspace@0__:n", "__keyspace@0__:z")
+        diff3.raw(b"", replies=2)  # the other two subscribe confirmations
+        for cmd in (("LPUSH", "l", "a"), ("RPUSH", "l", "b", "c"), ("INCR", "n"),
+                    ("ZADD", "z", "1", "a"), ("ZADD", "z", "2", "a")):
+            diff3.raw(encode_command(*cmd), replies=2, label=cmd)
+        diff3("ZADD", "z", "2", "a")  # no change: no event
+        diff3("UNSUBSCRIBE", "__keyspace@0__:l", "__keyspace@0__:n", "__keyspace@0__:z")
+        diff3.raw(b"", replies=2)
+    finally:
+        diff3.real.call("CONFIG", "SET", "notify-keyspace-events", "")
+        diff3.ours.call("CONFIG", "SET", "notify-keyspace-events", "")

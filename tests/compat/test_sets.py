@@ -287,3 +287,22 @@ def test_intsets_across_the_inline_boundary(diff, values):
     diff("EXISTS", "s")
     diff("RESTORE", "r", "0", parse(diff.both("DUMP", "c")[1]))
     diff.many([("SMEMBERS", "r"), ("DUMP", "r"), ("OBJECT", "ENCODING", "r")])
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_sadd_reply_paths(diff, diff3, proto):
+    """SADD of one member already there changes nothing (no event, no dirty); its count is
+    written in place only when the reply goes out as it is."""
+    d = diff if proto == 2 else diff3
+    for key, members in (("ints", ["1", "2", "3"]), ("strs", ["a", "b"]),
+                         ("mixed", ["1", "x"])):
+        d("SADD", key, *members)
+        d("SADD", key, members[0])
+        d("SADD", key, "new")
+        d("SADD", key, "new", members[0], "newer")
+        d("OBJECT", "ENCODING", key)
+    d("SADD", "ints", "18446744073709551616")
+    d("OBJECT", "ENCODING", "ints")
+    d.reply_paths(("SADD", "strs", "a"), ("SADD", "strs", "c"))
+    d.reply_paths(("SADD", "strs", "z"), ("SADD", "strs", "y"))
+    d("SCARD", "strs")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from support.resp import encode_command
 
 BIG = "9223372036854775807"
 SMALL = "-9223372036854775808"
@@ -268,6 +269,37 @@ def test_incr_decr(diff):
     diff("SET", "t", "5", "EX", "100")
     diff("INCR", "t")
     diff("TTL", "t")
+
+
+def test_counter_reply_paths(diff):
+    """INCR's reply is written straight into the output buffer only when it goes out as it
+    is: inside MULTI/EXEC, pipelined, from a script and under CLIENT REPLY it must match."""
+    diff("APPEND", "a", "41")  # a bytearray value (raw): INCR stores bytes again
+    diff("INCR", "a")
+    diff("OBJECT", "ENCODING", "a")
+    diff("SETRANGE", "a", 0, "-9")
+    diff("DECRBY", "a", 1000)
+    diff("GET", "a")
+    batch = b"".join(encode_command(*cmd) for cmd in (
+        ("INCR", "p"), ("INCRBY", "p", 254), ("INCR", "p"), ("DECRBY", "p", 10000),
+        ("INCRBY", "p", BIG), ("INCR", "p"), ("GET", "p")))
+    diff.raw(batch, replies=7)
+    diff("SET", "m2", "x")
+    diff.reply_paths(("INCR", "m"), ("INCRBY", "m", 99999))
+    diff.reply_paths(("INCR", "m2"), ("DECR", "m"))
+    diff("EVAL", "return redis.pcall('INCR', KEYS[1])", 1, "a")
+    diff.raw(encode_command("CLIENT", "REPLY", "OFF") + encode_command("INCRBY", "r", 7)
+             + encode_command("CLIENT", "REPLY", "ON"))
+    diff("GET", "r")
+
+
+def test_counter_reply_resp3(diff3):
+    diff3("INCR", "n")
+    diff3("DECRBY", "n", 1000)
+    diff3("MULTI")
+    diff3("INCR", "n")
+    diff3("EXEC")
+    diff3("EVAL", "return redis.call('INCR', KEYS[1])", 1, "n")
 
 
 @pytest.mark.parametrize("start,incr", [

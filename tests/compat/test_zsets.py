@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.resp import encode_command
 
 SCORES = ["0", "1", "-1", "1.5", "2.25", "-0", "inf", "-inf", "+inf", "1e3", "0x10",
           "3.0000000000000004", "1.1", "100", "7", "42.42", "1e-5"]
@@ -359,7 +360,7 @@ def test_encodings_follow_config(diff):
 
 @pytest.mark.parametrize("proto", [2, 3])
 def test_blocking_pops(diff, diff3, real_redis, pykv_proc, proto):
-    from support.resp import RawClient, encode_command
+    from support.resp import RawClient
 
     d = diff if proto == 2 else diff3
     d.many([
@@ -398,6 +399,33 @@ def test_blocking_inside_multi(diff):
     diff("BZPOPMIN", "nokey", "0")
     diff("BZMPOP", "0", "1", "nokey", "MIN")
     diff("EXEC")
+
+
+def test_single_pair_zadd_scores(diff):
+    """ZADD key score member reads plain digits itself: every other shape takes the full
+    rules, and the stored score must print the same."""
+    for score in ["0", "7", "0015", "000", "123456789012345", "1234567890123456",
+                  "99999999999999999999", "1e3", "", "-0", "+5", " 5", "5 ", "5.", ".5",
+                  "1.000000000000001", "nan", "NX", "xx", "12a"]:
+        diff("ZADD", "z", score, "m")
+        diff("ZSCORE", "z", "m")
+        diff("ZADD", "z", score, "m")
+    diff("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    diff("SET", "s", "x")
+    diff("ZADD", "s", "1", "m")
+    diff("ZADD", "s", "x", "m")
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_pop_reply_paths(diff, diff3, proto):
+    """ZPOPMIN/ZPOPMAX on a missing key write a ready-made empty array when the reply goes
+    out as it is: inside MULTI, from a script and under CLIENT REPLY the replies match."""
+    d = diff if proto == 2 else diff3
+    d("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    d.reply_paths(("ZPOPMIN", "nokey"), ("ZPOPMAX", "z"))
+    d.reply_paths(("ZPOPMIN", "z", "0"), ("ZPOPMIN", "nokey", "2"))
+    d.reply_paths(("ZPOPMAX", "z", "5"), ("ZPOPMIN", "nokey", "1"))
+    d("EXISTS", "z")
 
 
 def test_conversion_inside_one_zadd(diff):

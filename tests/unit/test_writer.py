@@ -24,6 +24,7 @@ from pykv.protocol import (
     format_double,
     write_reply,
 )
+from pykv.protocol._writer import write_integer_reply, write_integer_text
 
 
 class Color(enum.IntEnum):
@@ -197,3 +198,13 @@ def test_round_trip(value):
     got2, end2 = decode(wire2)
     assert end2 == len(wire2)
     assert got2 == as_resp2(value)
+
+
+def test_integer_replies_written_in_place():
+    """The in-place integer replies are the bytes write_reply gives the same integer."""
+    for value in [0, 1, -1, 9, 10, 12345, -99999, (1 << 63) - 1, -(1 << 63)]:
+        out = bytearray(b"+OK\r\n")
+        write_integer_reply(out, value)
+        write_integer_text(out, b"%d" % value)
+        assert bytes(out) == b"+OK\r\n" + encode_reply(value, 2) * 2 == \
+            b"+OK\r\n" + encode_reply(value, 3) * 2
