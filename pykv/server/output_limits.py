@@ -62,6 +62,7 @@ class OutputLimits:
         # its class's limits whatever the class (ClientCore.output_limit_closed's fast path)
         self.min_limit = min((x for hard, soft, _ in limits.values() for x in (hard, soft) if x),
                              default=0)
+        self.server.obuf_min_limit = self.min_limit
 
     def over_limit(self, client: Any) -> bool:
         """Whether ``client`` has reached its class's hard limit, or has been at or over the

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pykv.protocol import Push, encode_reply, write_reply
+from pykv.protocol import Push, write_reply
 from pykv.server.notify import notify
 from pykv.util.glob import stringmatch
 
@@ -179,11 +179,17 @@ def _fan_out(server: Any, clients: dict, message: Push) -> None:
         resp = client.resp
         data = encoded[resp]
         if data is None:
-            data = encoded[resp] = encode_reply(message, resp)
+            data = encoded[resp] = _encode(message, resp)
         _deliver(server, client, message, data)
 
 
-def _deliver(server: Any, client: Any, message: Push, data: bytes | None) -> None:
+def _encode(message: Push, resp: int) -> bytearray:
+    out = bytearray()
+    write_reply(out, message, resp)
+    return out
+
+
+def _deliver(server: Any, client: Any, message: Push, data: bytearray | None) -> None:
     """``message`` (or its encoding ``data``, which wins) to one subscriber: out-of-band as
     ``Client.add_push`` writes it (whatever CLIENT REPLY says), then the output buffer
     limit, then a flush at the end of the current callback."""
@@ -197,4 +203,5 @@ def _deliver(server: Any, client: Any, message: Push, data: bytes | None) -> Non
         return
     # one write per subscriber per loop iteration, not per message: the flush runs
     # right after the current callback (the publisher's batch, a timer) completes
-    server.defer_flush(client)
+    if not client.write_pending:
+        server.defer_flush(client)
