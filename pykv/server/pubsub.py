@@ -22,7 +22,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pykv.protocol import Push, write_reply
+import cython
+
+from pykv.protocol import Push, RawReply, write_reply
 from pykv.server.notify import notify
 from pykv.util.glob import stringmatch
 
@@ -119,7 +121,7 @@ class PubSub:
 
     def deliver(self, client: Client, message: Push) -> None:
         """Write one message to a subscriber, enforcing its output buffer limit."""
-        _deliver(self.server, client, message, None)
+        _deliver(self.server, client, message)
 
     # -- keyspace notifications -------------------------------------------------------
     def _on_events_config(self, value: str) -> None:
@@ -172,6 +174,11 @@ def install(server: Server) -> PubSub:
 
 
 # -- delivery (typed in pubsub.pxd) -----------------------------------------------------
+if not cython.compiled:  # compiled, it is _core.pxd's inline C test
+    def obuf_may_be_over(client: Any) -> bool:
+        return True  # always run the full check (ClientCore.output_limit_closed)
+
+
 def _fan_out(server: Any, clients: dict, message: Push) -> None:
     """One message to every client of a registry entry, encoded once per protocol."""
     encoded = [None, None, None, None]  # by RESP version
@@ -180,26 +187,23 @@ def _fan_out(server: Any, clients: dict, message: Push) -> None:
         data = encoded[resp]
         if data is None:
             data = encoded[resp] = _encode(message, resp)
-        _deliver(server, client, message, data)
+        _deliver(server, client, data)
 
 
-def _encode(message: Push, resp: int) -> bytearray:
+def _encode(message: Push, resp: int) -> RawReply:
     out = bytearray()
     write_reply(out, message, resp)
-    return out
+    return RawReply(bytes(out))
 
 
-def _deliver(server: Any, client: Any, message: Push, data: bytearray | None) -> None:
-    """``message`` (or its encoding ``data``, which wins) to one subscriber: out-of-band as
+def _deliver(server: Any, client: Any, reply: Push | RawReply) -> None:
+    """``reply`` (a message, or its encoding) to one subscriber: out-of-band as
     ``Client.add_push`` writes it (whatever CLIENT REPLY says), then the output buffer
     limit, then a flush at the end of the current callback."""
     if client.closed or client.closing:
         return
-    if data is None:
-        write_reply(client.out, message, client.resp)
-    else:
-        client.out += data
-    if client.output_limit_closed():
+    write_reply(client.out, reply, client.resp)
+    if obuf_may_be_over(client) and client.output_limit_closed():
         return
     # one write per subscriber per loop iteration, not per message: the flush runs
     # right after the current callback (the publisher's batch, a timer) completes
