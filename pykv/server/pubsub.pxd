@@ -4,12 +4,12 @@
 cimport cython
 
 from pykv.server._core cimport ClientCore, ServerCore, obuf_may_be_over
-from pykv.protocol._writer cimport write_reply
+from pykv.protocol._writer cimport append_encoded, write_reply
 
 
 @cython.locals(client=ClientCore, resp=int, encoded=list)
 cdef _fan_out(ServerCore server, dict clients, message)
 
-cdef _deliver(ServerCore server, ClientCore client, reply)
+cdef _deliver(ServerCore server, ClientCore client, bytearray data)
 
-cdef _encode(message, int resp)
+cdef bytearray _encode(message, int resp)

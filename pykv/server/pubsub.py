@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import cython
 
-from pykv.protocol import Push, RawReply, write_reply
+from pykv.protocol import Push, write_reply
 from pykv.server.notify import notify
 from pykv.util.glob import stringmatch
 
@@ -121,7 +121,7 @@ class PubSub:
 
     def deliver(self, client: Client, message: Push) -> None:
         """Write one message to a subscriber, enforcing its output buffer limit."""
-        _deliver(self.server, client, message)
+        _deliver(self.server, client, _encode(message, client.resp))
 
     # -- keyspace notifications -------------------------------------------------------
     def _on_events_config(self, value: str) -> None:
@@ -174,9 +174,12 @@ def install(server: Server) -> PubSub:
 
 
 # -- delivery (typed in pubsub.pxd) -----------------------------------------------------
-if not cython.compiled:  # compiled, it is _core.pxd's inline C test
+if not cython.compiled:  # compiled, these are C: _core.pxd's inline test, the writer's append
     def obuf_may_be_over(client: Any) -> bool:
         return True  # always run the full check (ClientCore.output_limit_closed)
+
+    def append_encoded(out: bytearray, data: bytearray) -> None:
+        out += data
 
 
 def _fan_out(server: Any, clients: dict, message: Push) -> None:
@@ -190,19 +193,19 @@ def _fan_out(server: Any, clients: dict, message: Push) -> None:
         _deliver(server, client, data)
 
 
-def _encode(message: Push, resp: int) -> RawReply:
+def _encode(message: Push, resp: int) -> bytearray:
     out = bytearray()
     write_reply(out, message, resp)
-    return RawReply(bytes(out))
+    return out
 
 
-def _deliver(server: Any, client: Any, reply: Push | RawReply) -> None:
-    """``reply`` (a message, or its encoding) to one subscriber: out-of-band as
+def _deliver(server: Any, client: Any, data: bytearray) -> None:
+    """A message encoded for ``client``'s protocol to one subscriber: out-of-band as
     ``Client.add_push`` writes it (whatever CLIENT REPLY says), then the output buffer
     limit, then a flush at the end of the current callback."""
     if client.closed or client.closing:
         return
-    write_reply(client.out, reply, client.resp)
+    append_encoded(client.out, data)
     if obuf_may_be_over(client) and client.output_limit_closed():
         return
     # one write per subscriber per loop iteration, not per message: the flush runs
