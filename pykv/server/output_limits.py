@@ -11,7 +11,10 @@ Redis checks when a reply is added; pykv checks when a reply batch is handed to 
 transport (``ClientCore.write_out``), which is where a non-reading client's output grows,
 for each pub/sub delivery, and within a pipeline each time its replies grew by 16 KB (so a
 burst of big replies is closed near the limit, as in Redis). The dispatcher tests one C flag (``obuf_limits_on``), kept
-true only while some class has a limit, so unlimited servers pay nothing.
+true only while some class has a limit, so unlimited servers pay nothing. Before the full
+check, ``obuf_may_be_over`` (``_core.pxd``) compares the buffer plus the transport backlog
+``write_out`` saved (``conn_pending``: a backlog only shrinks between writes, so it bounds
+the real one) with the smallest limit of any class (``ServerCore.obuf_min_limit``), in C.
 """
 from __future__ import annotations
 

@@ -3,9 +3,12 @@
 ``PubSub`` keeps three registries (channels, patterns, shard channels), each mapping a name
 to the subscribed clients in subscription order; a client mirrors its own names in
 ``client.channels/patterns/shard_channels`` (the dispatcher's subscribed-mode check reads
-those). Messages are ``Push`` replies: arrays in RESP2, ``>`` pushes in RESP3, written with
-``Client.add_push`` and flushed at once so a subscriber's stream stays in order with any
-reply it is waiting for.
+those). Messages are ``Push`` replies: arrays in RESP2, ``>`` pushes in RESP3, out-of-band as
+``Client.add_push`` writes them (whatever CLIENT REPLY says). A message is encoded once per
+protocol and appended to each subscriber's output buffer; every subscriber it reached is
+written once at the end of the current callback (``ServerCore.defer_flush``), as Redis
+writes its clients' buffers in beforeSleep, and its stream stays in order with any reply it
+is waiting for.
 
 A subscriber that cannot keep up is bounded by ``client-output-buffer-limit pubsub``
 (hard limit at once, soft limit for longer than its seconds): like Redis, it is
