@@ -60,7 +60,13 @@ class OutputLimits:
 
     def _on_config(self, _value: Any) -> None:
         limits = self.server.config.client_output_buffer_limit
+        was_on = self.server.obuf_limits_on
         self.server.obuf_limits_on = any(hard or soft for hard, soft, _ in limits.values())
+        if self.server.obuf_limits_on and not was_on:
+            # write_out saved no transport backlog while nothing was limited: read it now
+            for client in getattr(self.server, "clients", {}).values():
+                if client.conn is not None:
+                    client.conn_pending = client.conn.pending_write_bytes()
         # the smallest hard or soft limit set: a client with less unsent output is within
         # its class's limits whatever the class (ClientCore.output_limit_closed's fast path)
         self.min_limit = min((x for hard, soft, _ in limits.values() for x in (hard, soft) if x),
