@@ -68,6 +68,7 @@ COMPILED_PY_MODULES = [
     "pykv/server/pubsub.py",
     "pykv/replication/feed.py",  # encodes every write for the replicas
     "pykv/server/watch.py",  # Database.signal_modified: called on every write
+    "pykv/commands/transactions.py",  # MULTI and EXEC of every transaction
     # the RDMA control messages, Python client and connection type (per-request work: .pyx)
     "pykv/rdma/messages.py",
     "pykv/rdma/client.py",
@@ -91,15 +92,33 @@ class BuildExt(build_ext):
                 subprocess.run([strip, "--strip-debug", path], check=False)
 
 
-def _extension(path: str) -> Extension:
+def _extension(path: str, **kwargs) -> Extension:
     name = path.rsplit(".", 1)[0].replace("/", ".")
-    return Extension(name, [path])
+    return Extension(name, [path], **kwargs)
+
+
+def _have_headers(*headers: str) -> bool:
+    """Whether every header is in a standard include directory (or CPATH/C_INCLUDE_PATH)."""
+    dirs = ["/usr/include", "/usr/local/include"]
+    for var in ("CPATH", "C_INCLUDE_PATH"):
+        dirs += [d for d in os.environ.get(var, "").split(":") if d]
+    return all(any(os.path.exists(os.path.join(d, h)) for d in dirs) for h in headers)
+
+
+# the compiled RDMA backend on libibverbs/librdmacm: optional, built only when rdma-core's
+# headers are present (Debian: libibverbs-dev librdmacm-dev); without it pykv uses pyverbs
+# or the software fabric. PYKV_NO_IBVERBS=1 skips it.
+RDMA_EXTENSIONS = []
+if _have_headers("infiniband/verbs.h", "rdma/rdma_cma.h") \
+        and not os.environ.get("PYKV_NO_IBVERBS"):
+    RDMA_EXTENSIONS.append(_extension("pykv/rdma/ibverbs.pyx",
+                                      libraries=["ibverbs", "rdmacm"]))
 
 
 setup(
     cmdclass={"build_ext": BuildExt},
     ext_modules=cythonize(
-        [_extension(p) for p in PYX_MODULES],
+        [_extension(p) for p in PYX_MODULES] + RDMA_EXTENSIONS,
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
     ) + cythonize(

@@ -1,15 +1,15 @@
 """The ``rdma`` connection type: Valkey's Redis-over-RDMA protocol as a pykv transport.
 
-``--listener rdma,bind=IP,port=P[,rx-size=N][,comp-vector=N][,backend=soft|pyverbs]`` (or
-the ``rdma-bind``/``rdma-port`` configs) opens one CM listener per bind address. Each CM
-event channel fd and each connection's completion-channel fd (plus, on the software
-fabric, its wire fd) is watched by the server's event loop; the dispatcher sees an ordinary
+``--listener rdma,bind=IP,port=P[,rx-size=N][,comp-vector=N][,backend=B]`` (B: ``soft``,
+``ibverbs`` or ``pyverbs``; or the ``rdma-bind``/``rdma-port`` configs) opens one CM
+listener per bind address. Each CM event channel fd and each connection's
+completion-channel fd (plus, on the software fabric, its wire fd) is watched by the server's event loop; the dispatcher sees an ordinary
 ``Connection``. As in Valkey, there is no writability event: output that does not fit the
 peer's window waits for its next RegisterXferMemory, and connections with work left after
 a CQ drain are processed again on the next loop iteration (``has_pending_data``).
 
-Importing this module needs nothing beyond the standard library; pyverbs is imported only
-when a listener selects the real-verbs backend.
+Importing this module needs nothing beyond the standard library; the real-verbs backends
+(the compiled ``ibverbs`` extension, pyverbs) are imported only when a listener selects one.
 """
 from __future__ import annotations
 

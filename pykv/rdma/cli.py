@@ -61,8 +61,9 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("-h", dest="host", default="127.0.0.1")
     ap.add_argument("-p", dest="port", type=int, default=6379)
     ap.add_argument("-r", dest="repeat", type=int, default=1)
-    ap.add_argument("--backend", default=None, help="soft or pyverbs (default: PYKV_RDMA_BACKEND"
-                    " or pyverbs)")
+    ap.add_argument("--backend", default=None,
+                    help="soft, ibverbs or pyverbs (default: PYKV_RDMA_BACKEND, else ibverbs"
+                    " when built, else pyverbs)")
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--raw", action="store_true")
     ap.add_argument("--no-raw", action="store_true")

@@ -13,8 +13,21 @@ cdef class CMemoryRegion:
     cpdef view(self, Py_ssize_t offset, Py_ssize_t n)
 
 
+# one work completion as a C struct (``CQueuePair.poll_wc``): ``imm`` in host byte order,
+# 0 unless the opcode carries an immediate
+ctypedef struct wc_t:
+    unsigned long long wr_id
+    int status
+    int opcode
+    unsigned int byte_len
+    unsigned int imm
+
+
 cdef class CQueuePair:
     cdef public Py_ssize_t max_inline_data   # largest IBV_SEND_INLINE payload (0: none)
+    cdef bint native_wc   # poll_wc is implemented: completions come as C structs
+
+    cdef int poll_wc(self, wc_t *out, int max_entries) except -1
 
     cpdef post_recv(self, unsigned long long wr_id, mr, Py_ssize_t offset, Py_ssize_t length)
     cpdef post_write_imm(self, unsigned long long wr_id, mr, Py_ssize_t offset,

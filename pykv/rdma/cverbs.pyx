@@ -64,6 +64,11 @@ cdef class CQueuePair:
     cpdef list poll(self, int max_entries):
         raise NotImplementedError
 
+    cdef int poll_wc(self, wc_t *out, int max_entries) except -1:
+        """Up to ``max_entries`` (at most 64) completions into ``out``; the count. Only
+        for a backend that sets ``native_wc`` (libibverbs): no object per completion."""
+        raise NotImplementedError
+
     # a backend whose NIC runs in this process (the software fabric) is driven through
     # extra fds (``aux_fds``); these defaults are for one whose NIC does not need it
     cpdef bint pump(self, int fd):

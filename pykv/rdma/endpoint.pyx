@@ -11,8 +11,9 @@ so a misbehaving peer costs only its own connection.
 
 A cdef class over the typed ``Session``: the per-request work (draining completions,
 window accounting, the reply write path) runs as C. A backend built on ``cverbs`` (the
-software fabric) is called through C vtables; any other (pyverbs) through its Python
-methods, bound once per connection.
+software fabric, the libibverbs backend) is called through C vtables, and one with
+``native_wc`` (libibverbs) is polled into a C array of completions; any other (pyverbs)
+through its Python methods, bound once per connection.
 """
 from pykv.rdma import verbs as v
 from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
@@ -24,7 +25,7 @@ from pykv.rdma.session import (
     ProtocolViolation,
 )
 
-from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair
+from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair, wc_t
 from pykv.rdma.session cimport PostSend, PostWrite, Session
 
 from pykv.rdma.verbs import (
@@ -175,10 +176,8 @@ cdef class Endpoint:
         cdef CQueuePair cqp = self._cqp
         cdef list wcs
         cdef WC w
-        cdef int op, status
-        cdef unsigned long long wr_id
-        cdef unsigned int byte_len
-        cdef long long imm
+        cdef wc_t cwcs[64]
+        cdef int i, n
         qp = self.qp
         if cqp is not None:
             if cqp.get_cq_event():
@@ -188,47 +187,61 @@ cdef class Endpoint:
             if self._get_cq_event():
                 qp.ack_cq_events(1)
             self._req_notify()
-        ctrl = self.ctrl_mr
         while True:
-            wcs = cqp.poll(_POLL_BATCH) if cqp is not None else self._poll(_POLL_BATCH)
-            for wc in wcs:
-                if isinstance(wc, WC):   # fields in C
-                    w = <WC>wc
-                    status, op, wr_id, byte_len = w.status, w.opcode, w.wr_id, w.byte_len
-                    imm = w._imm if w._has_imm else 0
-                else:
-                    status, op, wr_id, byte_len = wc.status, wc.opcode, wc.wr_id, wc.byte_len
-                    imm = wc.imm or 0
-                if status != _WC_SUCCESS:
-                    raise _ProtocolViolation(
-                        f"RDMA: CQ handle error status: {v.wc_status_str(status)}"
-                        f"[{status:#x}], opcode : {op:#x}")
-                if op == _WC_RECV_IMM:
-                    session.on_write_imm(imm)
-                    self._repost(wr_id)
-                    self.first_inbound = True
-                elif op == _WC_RECV:
-                    if byte_len != _MSG:
-                        raise _ProtocolViolation(
-                            f"RDMA: FATAL error, recv corrupted cmd (length {byte_len})")
-                    data = ctrl.read(wr_id * _MSG, _MSG)
-                    before = session.tx.announced
-                    session.on_recv(data)
-                    if session.tx.announced != before:
-                        self.peer_windows += 1
-                    self._repost(wr_id)
-                    self.first_inbound = True
-                elif op == _WC_WRITE or op == _WC_SEND:
-                    session.on_send_completed(wr_id)
-                else:
-                    raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
+            if cqp is not None and cqp.native_wc:   # completions as C structs (libibverbs)
+                n = cqp.poll_wc(cwcs, _POLL_BATCH)
+                for i in range(n):
+                    self._completion(cwcs[i].status, cwcs[i].opcode, cwcs[i].wr_id,
+                                     cwcs[i].byte_len, cwcs[i].imm)
+            else:
+                wcs = cqp.poll(_POLL_BATCH) if cqp is not None else self._poll(_POLL_BATCH)
+                n = len(wcs)
+                for wc in wcs:
+                    if isinstance(wc, WC):   # fields in C
+                        w = <WC>wc
+                        self._completion(w.status, w.opcode, w.wr_id, w.byte_len,
+                                         w._imm if w._has_imm else 0)
+                    else:
+                        self._completion(wc.status, wc.opcode, wc.wr_id, wc.byte_len,
+                                         wc.imm or 0)
             # a short batch emptied the CQ: what completes from now on raises a new CQ event
             # (it was re-armed above), so no second poll just to see nothing
-            if len(wcs) < _POLL_BATCH:
+            if n < _POLL_BATCH:
                 break
         self._deliver()
         if session.actions and not self._closed:
             self._execute()
+
+    cdef _completion(self, int status, int op, unsigned long long wr_id,
+                     unsigned int byte_len, long long imm):
+        """One work completion into the session (its receive slot reposted)."""
+        cdef Session session = self.session
+        if status != _WC_SUCCESS:
+            raise _ProtocolViolation(
+                f"RDMA: CQ handle error status: {v.wc_status_str(status)}"
+                f"[{status:#x}], opcode : {op:#x}")
+        if op == _WC_RECV_IMM:
+            session.on_write_imm(imm)
+            self._repost(wr_id)
+            self.first_inbound = True
+        elif op == _WC_RECV:
+            if byte_len != _MSG:
+                raise _ProtocolViolation(
+                    f"RDMA: FATAL error, recv corrupted cmd (length {byte_len})")
+            if self._cctrl is not None:
+                data = self._cctrl.read(wr_id * _MSG, _MSG)
+            else:
+                data = self.ctrl_mr.read(wr_id * _MSG, _MSG)
+            before = session.tx.announced
+            session.on_recv(data)
+            if session.tx.announced != before:
+                self.peer_windows += 1
+            self._repost(wr_id)
+            self.first_inbound = True
+        elif op == _WC_WRITE or op == _WC_SEND:
+            session.on_send_completed(wr_id)
+        else:
+            raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
 
     cdef _repost(self, unsigned long long slot):
         """Give receive slot ``slot`` back to the RQ (every inbound message consumed one)."""

@@ -102,18 +102,13 @@ def _import() -> Any:
 
 def load_pyverbs_backend() -> PyverbsBackend:
     pv = _import()
-    if not os.path.exists("/dev/infiniband/rdma_cm"):
-        raise v.SetupError(
-            "RDMA: no RDMA device (/dev/infiniband/rdma_cm is missing): load the NIC driver "
-            "and rdma_ucm, or create a soft-RoCE device with "
-            "'rdma link add rxe0 type rxe netdev eth0'; or use backend=soft")
+    v.check_rdma_cm()
     try:
         devices = pv.get_device_list()
     except Exception:
         devices = []
     if not devices:
-        raise v.SetupError("RDMA: no RDMA device found (ibv_devices lists none): create one "
-                           "with 'rdma link add rxe0 type rxe netdev eth0' or use backend=soft")
+        raise v.no_device_error()
     _fork_init()
     return PyverbsBackend(pv)
 

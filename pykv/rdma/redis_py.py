@@ -6,7 +6,7 @@ Usage::
     r = redis.Redis(connection_pool=pool)
 
 Only the transport changes: redis-py's parsers read from ``pykv.rdma.client.RdmaSocket``.
-``rdma_backend`` picks the verbs backend (``soft`` or ``pyverbs``; default from
+``rdma_backend`` picks the verbs backend (``soft``, ``ibverbs`` or ``pyverbs``; default from
 ``PYKV_RDMA_BACKEND``). Importing this module imports redis-py, nothing else does.
 """
 from __future__ import annotations

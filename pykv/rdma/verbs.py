@@ -3,9 +3,10 @@
 Owns the shape (not the implementation) of the handful of objects a Valkey-protocol
 endpoint uses: a CM listener whose event channel has a real fd, connection requests that
 are accepted with an external RC queue pair, and per-connection resources (PD, completion
-channel with a real fd, CQ, QP, memory regions). Two backends implement it:
-``pykv.rdma.softfabric`` (software RC emulation) and ``pykv.rdma.pyverbs_backend``
-(real verbs). Numeric constants are libibverbs'/librdmacm's own values, so completions
+channel with a real fd, CQ, QP, memory regions). Three backends implement it:
+``pykv.rdma.softfabric`` (software RC emulation), ``pykv.rdma.ibverbs`` (real verbs through
+the libibverbs/librdmacm C API, compiled; optional) and ``pykv.rdma.pyverbs_backend`` (real
+verbs through pyverbs, the fallback when the compiled one is not built). Numeric constants are libibverbs'/librdmacm's own values, so completions
 and events read the same whichever backend produced them.
 """
 from __future__ import annotations
@@ -239,16 +240,45 @@ class Backend(ABC):
         wait for ESTABLISHED."""
 
 
+NO_DEVICE_HINT = "create one with 'rdma link add rxe0 type rxe netdev eth0' or use backend=soft"
+
+
+def check_rdma_cm() -> None:
+    """``SetupError`` unless the kernel's RDMA CM is there (a real-verbs backend needs it)."""
+    if not os.path.exists("/dev/infiniband/rdma_cm"):
+        raise SetupError(
+            "RDMA: no RDMA device (/dev/infiniband/rdma_cm is missing): load the NIC driver "
+            "and rdma_ucm, or create a soft-RoCE device with "
+            "'rdma link add rxe0 type rxe netdev eth0'; or use backend=soft")
+
+
+def no_device_error() -> SetupError:
+    return SetupError(f"RDMA: no RDMA device found (ibv_devices lists none): {NO_DEVICE_HINT}")
+
+
 def get_backend(name: str | None = None) -> Backend:
-    """``soft`` (software fabric), ``pyverbs`` (real verbs) or ``auto`` (pyverbs when an RDMA
-    device exists, else an error naming the fix). Default from ``PYKV_RDMA_BACKEND``."""
+    """``soft`` (software fabric), ``ibverbs`` (real verbs, compiled on libibverbs),
+    ``pyverbs`` (real verbs through pyverbs) or ``auto`` (ibverbs when that extension was
+    built, else pyverbs; either needs an RDMA device, else an error naming the fix).
+    Default from ``PYKV_RDMA_BACKEND``."""
     name = (name or os.environ.get("PYKV_RDMA_BACKEND") or "auto").lower()
     if name in ("soft", "softfabric", "software"):
         from pykv.rdma.softfabric import SoftBackend
 
         return SoftBackend()
-    if name in ("pyverbs", "verbs", "auto"):
+    if name in ("ibverbs", "auto", "verbs"):
+        try:
+            from pykv.rdma.ibverbs import load_ibverbs_backend
+        except ImportError as exc:
+            if name == "ibverbs":
+                raise SetupError(
+                    f"RDMA: the compiled ibverbs backend is not available ({exc}): build pykv "
+                    "with rdma-core's headers (Debian: libibverbs-dev librdmacm-dev), or use "
+                    "backend=pyverbs") from None
+        else:
+            return load_ibverbs_backend()
+    if name in ("pyverbs", "auto", "verbs"):
         from pykv.rdma.pyverbs_backend import load_pyverbs_backend
 
         return load_pyverbs_backend()
-    raise SetupError(f"unknown RDMA backend '{name}' (use soft or pyverbs)")
+    raise SetupError(f"unknown RDMA backend '{name}' (use soft, ibverbs or pyverbs)")

@@ -65,6 +65,11 @@ cdef class ServerCore:
     cdef public bint replica_read_only, replica_deny_stale
     # cluster mode: the slot router (pykv.cluster.router.Router, plugged in by pykv.assemble)
     cdef public object cluster
+    # EXECs and scripts running (Server.begin_effects: only the outermost one wraps)
+    cdef public int effects_depth
+    # command names as sent -> their command, direct-mapped on a hash of the name's bytes
+    # (name, command, name, command...; see _core.pyx _lookup_cached)
+    cdef list _name_cache
 
 
 cdef class ClientCore:
@@ -93,12 +98,18 @@ cdef class ClientCore:
     # the last command name object looked up and its command: the parser hands out the
     # same name object while a pipeline repeats a command, so this skips the table lookup
     cdef object _last_name, _last_found
+    # WATCH (pykv.server.watch): the (db index, key) pairs watched, and whether one was
+    # touched since (EXEC then answers a null array)
+    cdef public set watched
+    cdef public bint watch_dirty
 
     cpdef process_input(self)
     cpdef execute(self, list argv)
     cpdef reject(self, err, cmd)
     cpdef call(self, CommandCore cmd, list argv)
     cpdef bint output_limit_closed(self) except -1
+    cpdef discard_transaction(self)
+    cpdef run_transaction(self, list queue)
     # since when over its class's soft output limit (0: not; pykv.server.output_limits), and
     # what the transport still held after this client's last write_out: an upper bound of
     # what it holds now, as a transport's backlog only shrinks between writes

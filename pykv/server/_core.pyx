@@ -20,14 +20,15 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
-from cpython.bytearray cimport PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdlib cimport calloc, free
+from libc.string cimport memcmp, memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
-from pykv.protocol.types import QUEUED, ErrorReply
-from pykv.server.watch import discard_transaction
+from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport write_reply
@@ -37,6 +38,9 @@ _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``c
 cdef object _real_perf_ns = time.perf_counter_ns
 cdef type _ErrorReply = ErrorReply
 cdef object _QUEUED = QUEUED
+cdef type _RawReply = RawReply
+# EXEC's array headers for the common queue lengths
+cdef tuple _ARRAY_HEADERS = tuple(b"*%d\r\n" % n for n in range(64))
 cdef object _LOADING = errors.LOADING
 
 
@@ -160,10 +164,70 @@ cdef class CommandCore:
         return out
 
 
+# -- command names ---------------------------------------------------------------------
+# The parser hands out a new name object whenever the command changes (a transaction, any
+# mixed pipeline), and a dict lookup of it hashes its bytes (SipHash) and compares them:
+# ~370 instructions. ServerCore._name_cache maps names as sent to their command in
+# NAME_SLOTS slots chosen by a cheap hash of the bytes; a slot holds one name, the latest
+# one that hashed there (the dict lookup stays the fallback).
+cdef enum:
+    NAME_SLOTS = 256
+    NAME_MAX = 32  # longer names are not cached
+
+
+cdef inline Py_ssize_t _name_slot(const char *p, Py_ssize_t n) noexcept:
+    cdef unsigned int h = <unsigned int>n
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = h * 31 + <unsigned char>p[i]
+    return ((h ^ (h >> 8)) & (NAME_SLOTS - 1)) * 2
+
+
+cdef inline object _lookup_cached(list cache, object name):
+    """The command cached for ``name`` (bytes as sent), or None."""
+    cdef Py_ssize_t n, slot
+    cdef const char *p
+    if type(name) is not bytes:
+        return None
+    n = PyBytes_GET_SIZE(name)
+    if n > NAME_MAX:
+        return None
+    p = PyBytes_AS_STRING(name)
+    slot = _name_slot(p, n)
+    cached = cache[slot]
+    if cached is None or PyBytes_GET_SIZE(cached) != n \
+            or memcmp(PyBytes_AS_STRING(cached), p, n) != 0:
+        return None
+    return cache[slot + 1]
+
+
+cdef inline void _cache_name(list cache, object name, object found) except *:
+    cdef Py_ssize_t n, slot
+    if type(name) is not bytes:
+        return
+    n = PyBytes_GET_SIZE(name)
+    if n > NAME_MAX:
+        return
+    slot = _name_slot(PyBytes_AS_STRING(name), n)
+    cache[slot] = name
+    cache[slot + 1] = found
+
+
+cdef inline void _append_bytes(bytearray out, bytes data) except *:
+    """``out += data`` for a short ``data`` (a fixed reply) without the generic call."""
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    PyByteArray_Resize(out, old + n)
+    memcpy(PyByteArray_AS_STRING(out) + old, PyBytes_AS_STRING(data), n)
+
+
 cdef class ServerCore:
     """The server state the per-command path reads and updates."""
 
     # fields: see _core.pxd
+
+    def __cinit__(self, *args, **kwargs):
+        self._name_cache = [None] * (2 * NAME_SLOTS)
 
     def defer_flush(self, ClientCore client):
         """Write ``client``'s output once the current callback completes (with everyone
@@ -312,15 +376,18 @@ cdef class ClientCore:
         if name is self._last_name:
             found = self._last_found
         else:
-            found = server.command_lookup.get(name)
+            found = _lookup_cached(server._name_cache, name)
             if found is None:
-                found = server.commands.get(name.lower())
+                found = server.command_lookup.get(name)
                 if found is None:
-                    self.last_cmd = None  # Redis's lastcmd is set by the lookup (CLIENT LIST)
-                    self.reject(errors.unknown_command(argv), None)
-                    return
-                if len(server.command_lookup) < 4096:
-                    server.command_lookup[name] = found
+                    found = server.commands.get(name.lower())
+                    if found is None:
+                        self.last_cmd = None  # Redis's lastcmd is set by the lookup
+                        self.reject(errors.unknown_command(argv), None)
+                        return
+                    if len(server.command_lookup) < 4096:
+                        server.command_lookup[name] = found
+                _cache_name(server._name_cache, name, found)
             self._last_name = name
             self._last_found = found
         cmd = <CommandCore>found
@@ -356,7 +423,7 @@ cdef class ClientCore:
             err = server.cluster.check(self, cmd, argv)
             if err is not None:
                 if cmd.fullname == "exec":
-                    discard_transaction(self)
+                    self.discard_transaction()
                 elif self.multi is not None:
                     self.multi_dirty = True
                 cmd.rejected_calls += 1
@@ -402,8 +469,11 @@ cdef class ClientCore:
             server.postpone(self, argv)
             return
         if self.multi is not None and not cmd.multi_immediate:
-            self.multi.append((cmd, argv))
-            self.add_reply(_QUEUED)
+            (<list>self.multi).append((cmd, argv))
+            if self.reply_mode == 0:
+                _append_bytes(self.out, b"+QUEUED\r\n")
+            else:
+                self.add_reply(_QUEUED)
             return
         self.call(cmd, argv)
         if server.ready_keys:  # keys that blocked clients wait on were written
@@ -416,7 +486,7 @@ cdef class ClientCore:
             if (<CommandCore>cmd).fullname == "exec":
                 # Redis's execCommandAbort (EXEC refused: arity, NOAUTH, BUSY, LOADING...)
                 err = errors.exec_abort(err)
-                discard_transaction(self)
+                self.discard_transaction()
         if self.multi is not None:
             self.multi_dirty = True
         self.server.count_error(err)
@@ -483,6 +553,60 @@ cdef class ClientCore:
         if tracking is not None:  # keys read, and this client's invalidations after its reply
             tracking.leave(self, cmd, argv)
         return reply
+
+    # -- transactions (pykv.commands.transactions) ---------------------------------------
+    cpdef discard_transaction(self):
+        """Leave MULTI state and drop the watches (DISCARD, EXEC, RESET, disconnect)."""
+        self.multi = None
+        self.multi_dirty = False
+        self.watch_dirty = False
+        if self.watched:
+            (<object>self.server).watches.unwatch_all(self)
+
+    cpdef run_transaction(self, list queue):
+        """EXEC's run of its queue (MULTI state already left): the array header, then every
+        command through ``call`` as if sent alone, with no rollback (a failing command is
+        an error element), blocking commands answering at once, the ACL rules re-checked,
+        and the effects propagated inside one MULTI/EXEC. Returns ``NO_REPLY``."""
+        cdef ServerCore server = self.server
+        cdef bint was_denying = self.deny_blocking
+        cdef Py_ssize_t n = len(queue)
+        cdef tuple entry
+        cluster = server.cluster
+        if cluster is not None:  # the one slot the transaction's scripts share (script_cluster)
+            (<object>self).exec_slot = cluster.first_slot(queue)
+        if self.reply_mode == 0 and n < 64:
+            _append_bytes(self.out, <bytes>_ARRAY_HEADERS[n])
+        else:
+            self.add_reply(_RawReply(b"*%d\r\n" % n))
+        self.deny_blocking = True
+        if server.propagate is None:  # no sink: Server.begin_effects would only count
+            server.effects_depth += 1
+            marks = None
+        else:
+            marks = server.begin_effects(self.db_index)
+        # the ACL rules may have changed since the commands were queued (pykv.acl)
+        acl_user = self.acl_user if self.acl_restricted else None
+        try:
+            for entry in queue:
+                if acl_user is not None:
+                    err = acl_user.deny_in_exec(self, entry[0], entry[1],
+                                                server.commands.get(b"exec"))
+                    if err is not None:
+                        server.count_error(err)
+                        self.add_reply(err)
+                        continue
+                self.call(<CommandCore>entry[0], <list>entry[1])
+        finally:
+            if cluster is not None:
+                (<object>self).exec_slot = None
+            self.deny_blocking = was_denying
+            if marks is None:
+                server.effects_depth -= 1  # Server.end_effects(None)
+            else:
+                server.end_effects(marks)  # several writes go out inside MULTI ... EXEC
+                self.woff = server.repl_offset  # what WAIT waits for
+        return _NO_REPLY
 
     def propagate_effects(self, int db_id, list argv):
         """Hand the command (or what it asked to be logged as) to the AOF."""

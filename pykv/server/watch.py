@@ -134,8 +134,7 @@ def install(server: Server) -> Watches:
 
 
 def discard_transaction(client: Client) -> None:
-    """Leave MULTI state and drop the watches (DISCARD, EXEC, RESET, disconnect)."""
-    client.multi = None
-    client.multi_dirty = False
-    client.watch_dirty = False
-    client.server.watches.unwatch_all(client)
+    """Leave MULTI state and drop the watches (DISCARD, EXEC, RESET, disconnect):
+    ``ClientCore.discard_transaction``, which calls ``Watches.unwatch_all`` only when the
+    client watches something."""
+    client.discard_transaction()

@@ -378,3 +378,59 @@ def test_exec_refused_before_auth_aborts(real_redis, pykv_proc):
                 assert replies[1] == replies[0], data
     finally:
         real.stop()
+
+
+# command names the dispatcher's name cache (ServerCore._name_cache) maps to one slot
+# (LPOP/RPOP, INCR/GETSET, MGET/UNLINK), case variants, and names it does not cache
+MIXED_NAMES = [
+    ("LPUSH", "l", "a", "b", "c"), ("LPOP", "l"), ("RPOP", "l"), ("lpop", "l"),
+    ("rPoP", "l"), ("SET", "n", "1"), ("INCR", "n"), ("GETSET", "n", "5"), ("incr", "n"),
+    ("MGET", "n", "l"), ("UNLINK", "l"), ("mget", "n"), ("x" * 40,), ("", "a"),
+    ("nosuch",), ("GET", "n"), ("get", "n"), ("GeT", "n"),
+]
+
+
+def test_pipelined_mixed_command_names(diff):
+    """A pipeline alternating names (each a new name object from the parser), outside and
+    inside MULTI: every name reaches its own command, unknown ones are refused."""
+    from support.resp import encode_command
+
+    data = b"".join(encode_command(*c) for c in MIXED_NAMES)
+    diff.raw(data, replies=len(MIXED_NAMES))
+    known = [c for c in MIXED_NAMES if c[0] and c[0] != "nosuch" and len(c[0]) < 40]
+    queued = [("MULTI",), *known, ("EXEC",)]
+    diff.raw(b"".join(encode_command(*c) for c in queued), replies=len(queued))
+    diff.raw(b"".join(encode_command(*c) for c in (("MULTI",), *MIXED_NAMES, ("EXEC",))),
+             replies=len(MIXED_NAMES) + 2)
+
+
+def test_transaction_commandstats_and_errorstats(diff, other):
+    """MULTI and EXEC count as calls, queued commands count when EXEC runs them (failed
+    ones as failed), refused ones as rejected; EXECABORT and runtime errors in errorstats."""
+    from test_script_errorstats import _stats
+
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "RESETSTAT")
+    steps = [("MULTI",), ("SET", "k", "v"), ("INCR", "k"), ("LPUSH", "k", "x"), ("EXEC",),
+             ("MULTI",), ("SET", "k"), ("nosuch",), ("GET", "k"), ("EXEC",),
+             ("MULTI",), ("GET", "k"), ("DISCARD",), ("EXEC",), ("DISCARD",),
+             ("WATCH", "w"), ("MULTI",), ("MULTI",), ("WATCH", "x"), ("GET", "w")]
+    for step in steps:
+        diff(*step)
+    other("SET", "w", "1")
+    diff("EXEC")
+    assert _stats(diff.ours) == _stats(diff.real)
+
+
+def test_client_reply_around_transactions(diff):
+    """CLIENT REPLY OFF silences QUEUED and EXEC's whole array; SKIP skips MULTI's +OK
+    only; the transaction runs either way."""
+    from support.resp import encode_command
+
+    def send(*commands):
+        return b"".join(encode_command(*c) for c in commands)
+
+    diff.raw(send(("CLIENT", "REPLY", "OFF"), ("MULTI",), ("SET", "a", "1"), ("INCR", "a"),
+                  ("EXEC",), ("CLIENT", "REPLY", "ON"), ("GET", "a")), replies=2)
+    diff.raw(send(("CLIENT", "REPLY", "SKIP"), ("MULTI",), ("INCR", "a"), ("EXEC",),
+                  ("GET", "a")), replies=3)

@@ -96,10 +96,16 @@ def test_cluster_forms_over_tls_and_ports_are_as_redis(cluster, certs):
             # a TLS client sees TLS ports, a plain one the plaintext ports (pport)
             assert plain_view[name] == f"127.0.0.1:{other.port}@{other.cport}", node.kind
             assert tls_view[name] == f"127.0.0.1:{other.tls_port}@{other.cport}", node.kind
-        # every link of the node is up (both directions, TLS)
-        with node.client() as plain:
-            links = plain.execute_command("CLUSTER", "LINKS")
-        assert len(links) == 2 * (len(cluster) - 1)
+        # every link of the node comes up (both directions, TLS); a link whose PING waits
+        # over node-timeout/2 is dropped and remade, as Redis does, so on a loaded machine
+        # one may be missing for a moment
+        wait_for(lambda node=node: len(_links(node)) == 2 * (len(cluster) - 1), 20,
+                 f"all bus links of the {node.kind} node")
+
+
+def _links(node) -> list:
+    with node.client() as plain:
+        return plain.execute_command("CLUSTER", "LINKS")
 
 
 def test_cluster_slots_and_shards_per_connection_type(cluster, certs):

@@ -1,6 +1,6 @@
 """RDMA between two hosts: two soft-RoCE VMs on one Ethernet segment, pykv's rdma listener
-in one, the clients (the Python client over pyverbs, valkey-cli/valkey-benchmark --rdma) in
-the other.
+(compiled ibverbs backend) in one, the clients (the Python client on the same backend,
+valkey-cli/valkey-benchmark --rdma) in the other.
 
 The one-VM suite (test_vm.py) has both ends on one rxe device; here every byte crosses a
 link as RoCE v2 packets. The VMs (the image of tests/rdma/vm, 1 vCPU and 1 GiB each, TCG)

@@ -55,3 +55,31 @@ def test_libraries_and_rxe_provider_come_from_the_build():
         for lib in ("libibverbs.so", "librdmacm.so", "librxe-rdmav"):
             paths = {os.path.realpath(p) for p in _mapped(lib)}
             assert paths and all(p.startswith(root + "/lib/") for p in paths), (lib, paths)
+
+
+COMPILED = r"""
+import os, sys
+from pykv.rdma.ibverbs import load_ibverbs_backend
+assert "pyverbs" not in sys.modules
+load_ibverbs_backend()   # rdma_get_devices: opens every device, loading its provider
+with open("/proc/self/maps") as f:
+    for line in f:
+        if "/" in line and any(n in line for n in ("libibverbs.so", "librdmacm.so", "librxe")):
+            print(os.path.realpath(line.split()[-1]))
+"""
+
+
+def test_the_compiled_backend_runs_on_the_build(tmp_path):
+    # built against Debian's rdma-core 44 headers, it must run on this build's libraries
+    # (same sonames and symbol versions) and rxe provider; a fresh process, without pyverbs
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", COMPILED], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    paths = set(out.stdout.split())
+    root = os.path.realpath(WANT)
+    for lib in ("libibverbs.so", "librdmacm.so", "librxe-rdmav"):
+        found = {p for p in paths if lib in p}
+        assert found and all(p.startswith(root + "/lib/") for p in found), (lib, paths)

@@ -39,7 +39,8 @@ valkey = pytest.mark.skipif(
 
 
 def rdma() -> RdmaSocket:
-    # pyverbs unless PYKV_RDMA_BACKEND says otherwise (soft: a dry run on one host)
+    # the compiled backend (else pyverbs) unless PYKV_RDMA_BACKEND says otherwise (soft: a
+    # dry run on one host)
     return RdmaSocket(HOST, RDMA_PORT, timeout=120, connect_timeout=60)
 
 

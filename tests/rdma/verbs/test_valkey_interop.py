@@ -1,5 +1,6 @@
 """The real Valkey RDMA clients (``valkey-cli --rdma``, ``valkey-benchmark --rdma``) against
-pykv's ``rdma`` listener on real verbs (pyverbs backend).
+pykv's ``rdma`` listener on real verbs (the compiled ``ibverbs`` backend, or the one
+``PYKV_INTEROP_BACKEND`` names).
 
 Runs inside the soft-RoCE VM (``tests/rdma/test_vm.py`` boots it and builds Valkey first
 with ``tests/rdma/vm/build-valkey.sh``), or on any host with an RDMA device (``RXE_IP``).
@@ -30,6 +31,7 @@ VCLI = os.path.join(BIN, "valkey-cli")
 VBENCH = os.path.join(BIN, "valkey-benchmark")
 VSERVER = os.path.join(BIN, "valkey-server")
 IP = os.environ.get("RXE_IP", "10.77.0.1")
+BACKEND = os.environ.get("PYKV_INTEROP_BACKEND", "ibverbs")
 
 pytestmark = [
     pytest.mark.rdma_verbs,
@@ -179,11 +181,11 @@ def server():
     srv = Server(start_timeout=180, config={"protected-mode": "no"})
     srv.port64 = free_port()
     srv.port_ka = free_port()
-    srv.extra_args += ["--listener", f"rdma,bind={IP},port={srv.port},backend=pyverbs",
+    srv.extra_args += ["--listener", f"rdma,bind={IP},port={srv.port},backend={BACKEND}",
                        "--listener",
-                       f"rdma,bind={IP},port={srv.port64},rx-size=65536,backend=pyverbs",
+                       f"rdma,bind={IP},port={srv.port64},rx-size=65536,backend={BACKEND}",
                        "--listener",   # Keepalives every 4 ms: an idle client's 1024 RECVs run out
-                       f"rdma,bind={IP},port={srv.port_ka},backend=pyverbs,keepalive=0.004"]
+                       f"rdma,bind={IP},port={srv.port_ka},backend={BACKEND},keepalive=0.004"]
     with srv:
         yield srv
         import sys

@@ -4,7 +4,7 @@
 #
 # Both VMs have a virtio-net eth0 on one Ethernet segment (a qemu socket netdev) and put a
 # soft-RoCE device on it (rxe1; rxe-init's rxe0 on dummy0 stays unused). The server VM runs
-# pykv-server with TCP and an rdma listener (pyverbs backend) on 10.77.1.1 until it is told
+# pykv-server with TCP and an rdma listener (compiled ibverbs backend) on 10.77.1.1 until it is told
 # to SHUTDOWN; the client VM (10.77.1.2) waits for it, runs
 # tests/rdma/verbs/test_two_hosts.py against it, then shuts it down.
 # Exit status: the server's or the client tests'; 90 = the network or rxe setup failed.
@@ -23,7 +23,7 @@ if [ "$ROLE" = server ]; then
   # protected mode would refuse the other host (no password), as Redis 7.0 does
   exec timeout 1500 .venv/bin/pykv-server --bind "$SERVER_IP" --port "$TCP_PORT" --save '' \
     --protected-mode no --dir /tmp \
-    --listener "rdma,bind=$SERVER_IP,port=$RDMA_PORT,backend=pyverbs"
+    --listener "rdma,bind=$SERVER_IP,port=$RDMA_PORT,backend=ibverbs"
 fi
 
 export PYKV_REMOTE=$SERVER_IP PYKV_REMOTE_TCP_PORT=$TCP_PORT PYKV_REMOTE_RDMA_PORT=$RDMA_PORT
