@@ -3,3 +3,5 @@ cpdef void write_reply(bytearray out, object v, int resp) except *
 # integer replies written in place by compiled commands (INCR, LPUSH/RPUSH: no int object)
 cpdef int write_integer_reply(bytearray out, long long value) except -1
 cpdef int write_integer_text(bytearray out, bytes digits) except -1
+# a message encoded once, appended to each subscriber (PUBLISH)
+cdef void append_encoded(bytearray out, bytearray data) except *

@@ -114,6 +114,13 @@ cdef inline void _raw(bytearray out, bytes data) except *:
     memcpy(_grow(out, n), PyBytes_AS_STRING(data), n)
 
 
+cdef void append_encoded(bytearray out, bytearray data) except *:
+    """Append ``data``, replies already encoded (one pub/sub message for many subscribers),
+    to ``out`` with the writer's amortised growth."""
+    cdef Py_ssize_t n = PyByteArray_GET_SIZE(data)
+    memcpy(_grow(out, n), PyByteArray_AS_STRING(data), n)
+
+
 cpdef bytes format_double(double d):
     """Redis 7.0's ``%.17g`` rendering of a double (as used for replies and INCRBYFLOAT)."""
     if isinf(d):

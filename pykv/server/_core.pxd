@@ -1,6 +1,8 @@
 # The dispatcher's three extension types as C declarations (see _core.pyx), so compiled
 # command modules read a client's ``db``/``server`` and the server's counters as struct
 # members instead of through Python attribute lookups.
+from cpython.bytearray cimport PyByteArray_GET_SIZE
+
 from pykv.protocol._parser cimport RequestParser
 
 
@@ -47,6 +49,7 @@ cdef class ServerCore:
     # some client class has an output buffer limit (pykv.server.output_limits)
     cdef public bint obuf_limits_on
     cdef public object output_limits
+    cdef public Py_ssize_t obuf_min_limit  # OutputLimits.min_limit, for obuf_may_be_over
     # maxmemory-clients is on: clients are measured after their I/O (pykv.server.client_evict)
     cdef public bint client_evict_on
     cdef public object client_evictor
@@ -107,3 +110,18 @@ cdef class ClientCore:
     cpdef bint output_limit_closed(self) except -1
     cpdef discard_transaction(self)
     cpdef run_transaction(self, list queue)
+    # since when over its class's soft output limit (0: not; pykv.server.output_limits), and
+    # what the transport still held after this client's last write_out: an upper bound of
+    # what it holds now, as a transport's backlog only shrinks between writes
+    cdef public double obuf_soft_since
+    cdef public Py_ssize_t conn_pending
+
+
+cdef inline bint obuf_may_be_over(ClientCore client):
+    """Whether ``client`` may have reached an output buffer limit (then the full check,
+    ``ClientCore.output_limit_closed``, must run): under the smallest limit of any class,
+    with no soft clock running, no class's limit is reached. C field reads only."""
+    cdef ServerCore server = client.server
+    return server.obuf_limits_on and (
+        client.obuf_soft_since != 0
+        or PyByteArray_GET_SIZE(client.out) + client.conn_pending >= server.obuf_min_limit)

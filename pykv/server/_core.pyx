@@ -640,17 +640,10 @@ cdef class ClientCore:
     cpdef bint output_limit_closed(self) except -1:
         """Check the output buffer limit (Redis's closeClientOnOutputBufferLimitReached);
         True if this client was closed by it."""
-        server = self.server
-        if not server.obuf_limits_on:
-            return False
-        limits = server.output_limits
-        # under the smallest limit of any class (and no soft clock running) no class's
-        # limit is reached: the full check would answer False (Redis defaults limit
-        # only replicas and pub/sub clients, so this skips it for nearly every batch)
-        if getattr(self, "obuf_soft_since", 0) or len(self.out) + (
-                0 if self.conn is None else self.conn.pending_write_bytes()
-        ) >= limits.min_limit:
-            return limits.check(self)
+        # (Redis defaults limit only replicas and pub/sub clients: the fast test in
+        # obuf_may_be_over skips the full check for nearly every batch)
+        if obuf_may_be_over(self):
+            return self.server.output_limits.check(self)
         return False
 
     def limits_reached(self):
@@ -684,8 +677,9 @@ cdef class ClientCore:
             self.net_out += len(out)
             self.server.stat_net_output_bytes += len(out)
             self.conn.write(out)
-            if (self.server.obuf_limits_on or self.server.client_evict_on) \
-                    and self.limits_reached():
-                return
+            if self.server.obuf_limits_on or self.server.client_evict_on:
+                self.conn_pending = self.conn.pending_write_bytes()
+                if self.limits_reached():
+                    return
         if self.closing and not self.closed:
             self.close_now()

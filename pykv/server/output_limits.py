@@ -11,7 +11,10 @@ Redis checks when a reply is added; pykv checks when a reply batch is handed to 
 transport (``ClientCore.write_out``), which is where a non-reading client's output grows,
 for each pub/sub delivery, and within a pipeline each time its replies grew by 16 KB (so a
 burst of big replies is closed near the limit, as in Redis). The dispatcher tests one C flag (``obuf_limits_on``), kept
-true only while some class has a limit, so unlimited servers pay nothing.
+true only while some class has a limit, so unlimited servers pay nothing. Before the full
+check, ``obuf_may_be_over`` (``_core.pxd``) compares the buffer plus the transport backlog
+``write_out`` saved (``conn_pending``: a backlog only shrinks between writes, so it bounds
+the real one) with the smallest limit of any class (``ServerCore.obuf_min_limit``), in C.
 """
 from __future__ import annotations
 
@@ -57,11 +60,18 @@ class OutputLimits:
 
     def _on_config(self, _value: Any) -> None:
         limits = self.server.config.client_output_buffer_limit
+        was_on = self.server.obuf_limits_on
         self.server.obuf_limits_on = any(hard or soft for hard, soft, _ in limits.values())
+        if self.server.obuf_limits_on and not was_on:
+            # write_out saved no transport backlog while nothing was limited: read it now
+            for client in getattr(self.server, "clients", {}).values():
+                if client.conn is not None:
+                    client.conn_pending = client.conn.pending_write_bytes()
         # the smallest hard or soft limit set: a client with less unsent output is within
         # its class's limits whatever the class (ClientCore.output_limit_closed's fast path)
         self.min_limit = min((x for hard, soft, _ in limits.values() for x in (hard, soft) if x),
                              default=0)
+        self.server.obuf_min_limit = self.min_limit
 
     def over_limit(self, client: Any) -> bool:
         """Whether ``client`` has reached its class's hard limit, or has been at or over the

@@ -3,9 +3,12 @@
 ``PubSub`` keeps three registries (channels, patterns, shard channels), each mapping a name
 to the subscribed clients in subscription order; a client mirrors its own names in
 ``client.channels/patterns/shard_channels`` (the dispatcher's subscribed-mode check reads
-those). Messages are ``Push`` replies: arrays in RESP2, ``>`` pushes in RESP3, written with
-``Client.add_push`` and flushed at once so a subscriber's stream stays in order with any
-reply it is waiting for.
+those). Messages are ``Push`` replies: arrays in RESP2, ``>`` pushes in RESP3, out-of-band as
+``Client.add_push`` writes them (whatever CLIENT REPLY says). A message is encoded once per
+protocol and appended to each subscriber's output buffer; every subscriber it reached is
+written once at the end of the current callback (``ServerCore.defer_flush``), as Redis
+writes its clients' buffers in beforeSleep, and its stream stays in order with any reply it
+is waiting for.
 
 A subscriber that cannot keep up is bounded by ``client-output-buffer-limit pubsub``
 (hard limit at once, soft limit for longer than its seconds): like Redis, it is
@@ -22,7 +25,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pykv.protocol import Push, encode_reply, write_reply
+import cython
+
+from pykv.protocol import Push, write_reply
 from pykv.server.notify import notify
 from pykv.util.glob import stringmatch
 
@@ -119,7 +124,7 @@ class PubSub:
 
     def deliver(self, client: Client, message: Push) -> None:
         """Write one message to a subscriber, enforcing its output buffer limit."""
-        _deliver(self.server, client, message, None)
+        _deliver(self.server, client, _encode(message, client.resp))
 
     # -- keyspace notifications -------------------------------------------------------
     def _on_events_config(self, value: str) -> None:
@@ -172,6 +177,14 @@ def install(server: Server) -> PubSub:
 
 
 # -- delivery (typed in pubsub.pxd) -----------------------------------------------------
+if not cython.compiled:  # compiled, these are C: _core.pxd's inline test, the writer's append
+    def obuf_may_be_over(client: Any) -> bool:
+        return True  # always run the full check (ClientCore.output_limit_closed)
+
+    def append_encoded(out: bytearray, data: bytearray) -> None:
+        out += data
+
+
 def _fan_out(server: Any, clients: dict, message: Push) -> None:
     """One message to every client of a registry entry, encoded once per protocol."""
     encoded = [None, None, None, None]  # by RESP version
@@ -179,22 +192,26 @@ def _fan_out(server: Any, clients: dict, message: Push) -> None:
         resp = client.resp
         data = encoded[resp]
         if data is None:
-            data = encoded[resp] = encode_reply(message, resp)
-        _deliver(server, client, message, data)
+            data = encoded[resp] = _encode(message, resp)
+        _deliver(server, client, data)
 
 
-def _deliver(server: Any, client: Any, message: Push, data: bytes | None) -> None:
-    """``message`` (or its encoding ``data``, which wins) to one subscriber: out-of-band as
+def _encode(message: Push, resp: int) -> bytearray:
+    out = bytearray()
+    write_reply(out, message, resp)
+    return out
+
+
+def _deliver(server: Any, client: Any, data: bytearray) -> None:
+    """A message encoded for ``client``'s protocol to one subscriber: out-of-band as
     ``Client.add_push`` writes it (whatever CLIENT REPLY says), then the output buffer
     limit, then a flush at the end of the current callback."""
     if client.closed or client.closing:
         return
-    if data is None:
-        write_reply(client.out, message, client.resp)
-    else:
-        client.out += data
-    if client.output_limit_closed():
+    append_encoded(client.out, data)
+    if obuf_may_be_over(client) and client.output_limit_closed():
         return
     # one write per subscriber per loop iteration, not per message: the flush runs
     # right after the current callback (the publisher's batch, a timer) completes
-    server.defer_flush(client)
+    if not client.write_pending:
+        server.defer_flush(client)

@@ -284,3 +284,39 @@ def test_mixed_protocol_subscribers(diff, diff3, pub):
     for pair in (diff, diff3):
         expect(pair)
     nothing_pending(diff3)
+
+
+def test_subscriber_dropped_in_the_middle_of_a_fan_out(pub, real_redis, pykv_proc):
+    """Of three subscribers, the middle one never reads and is dropped at the pubsub hard
+    limit while a message is being fanned out: the one after it still gets that message
+    and every later one, byte for byte as from Redis, and PUBLISH counts it until gone."""
+    import socket
+
+    pub("CONFIG", "SET", "client-output-buffer-limit", "pubsub 262144 0 0")
+    servers = (real_redis.port, pykv_proc.port)
+    first, silent, last = ([RawClient(port=port) for port in servers] for _ in range(3))
+    try:
+        for group in (first, silent, last):
+            for s in group:
+                s.call("SUBSCRIBE", "mid")
+        for s in silent:
+            s.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        payload = "x" * 65536
+        counts = set()
+        for _ in range(400):  # ~26 MB: far beyond what the socket buffers hold
+            real, ours = pub.both("PUBLISH", "mid", payload)
+            counts.update((real, ours))
+            for readers in (first, last):
+                got = [s.read_reply() for s in readers]
+                assert got[0] == got[1], "a reading subscriber missed a message"
+            if real == ours == b":2\r\n":
+                break
+        assert counts == {b":3\r\n", b":2\r\n"}, counts
+        assert pub("PUBLISH", "mid", "after") == b":2\r\n"
+        for readers in (first, last):
+            got = [s.read_reply() for s in readers]
+            assert got[0] == got[1] and got[0].endswith(b"after\r\n"), got
+    finally:
+        for s in first + silent + last:
+            s.close()
+        pub("CONFIG", "SET", "client-output-buffer-limit", "pubsub 33554432 8388608 60")

@@ -142,3 +142,33 @@ def test_a_pipelined_burst_is_closed_at_the_limit(pykv_proc):
         admin.call("CONFIG", "SET", "client-output-buffer-limit",
                    "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
         admin.close()
+
+
+def test_a_subscriber_backlog_in_the_transport_counts_at_each_delivery(pykv_proc):
+    """What the transport still holds for a subscriber counts at every delivery, not only
+    when its output is written: batches of 9 PUBLISHes of 100 KB (each under the 1 MB limit
+    alone) to a subscriber that never reads close it near 1 MB, not at 1 MB plus a batch."""
+    admin = RawClient(port=pykv_proc.port)
+    admin.call("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 0 0")
+    since = pykv_proc.log_size()
+    sub = _silent_client(pykv_proc.port)
+    batch = encode_command("PUBLISH", "ch", VALUE) * 9
+    try:
+        sub.sendall(encode_command("SUBSCRIBE", "ch"))
+        time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", pykv_proc.port), timeout=10) as pub:
+            for _ in range(200):
+                pub.sendall(batch)
+                replies = b""
+                while replies.count(b"\r\n") < 9:
+                    replies += pub.recv(4096)
+                if b":0\r\n" in replies:  # the subscriber is gone
+                    break
+        line = _limit_log_line(pykv_proc, since)
+        omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+        assert omem < 1300 << 10, line
+    finally:
+        sub.close()
+        admin.call("CONFIG", "SET", "client-output-buffer-limit",
+                   "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+        admin.close()

@@ -206,3 +206,18 @@ def test_percent_limit_follows_maxmemory():
     server.config.set("maxmemory", "10mb")
     mem._on_config(None)
     assert mem.limit() == (10 << 20) // 10 and server.client_evict_on
+
+
+def test_turning_limits_on_reads_every_transport_backlog():
+    """While nothing is limited write_out saves no backlog (conn_pending): the limits'
+    fast test must not start from a stale one."""
+    config = Config()
+    config.set("client-output-buffer-limit",
+               ["normal", "0", "0", "0", "pubsub", "0", "0", "0", "slave", "0", "0", "0"])
+    client = fake_client(conn=FakeConn(pending=5 << 20))
+    client.conn_pending = 0
+    server = SimpleNamespace(config=config, obuf_limits_on=False, clients={1: client})
+    OutputLimits(server)
+    assert not server.obuf_limits_on and client.conn_pending == 0
+    config.set("client-output-buffer-limit", ["pubsub", "1mb", "0", "0"])
+    assert server.obuf_limits_on and client.conn_pending == 5 << 20
