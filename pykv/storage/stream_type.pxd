@@ -6,10 +6,29 @@
 
 cimport cython
 
+cdef extern from *:
+    """
+    /* "ms-seq" of a stream ID, the two unsigned 64-bit parts in decimal */
+    static char *pykv_u64_digits(char *end, unsigned long long v) {
+        do { *--end = (char)('0' + v % 10); v /= 10; } while (v);
+        return end;
+    }
+    static PyObject *pykv_format_id(unsigned long long ms, unsigned long long seq) {
+        char buf[48];
+        char *end = buf + sizeof buf;
+        char *p = pykv_u64_digits(end, seq);
+        *--p = '-';
+        p = pykv_u64_digits(p, ms);
+        return PyBytes_FromStringAndSize(p, end - p);
+    }
+    """
+    bytes pykv_format_id(unsigned long long ms, unsigned long long seq)
+
 cpdef int lp_int_size(long long value)
 cpdef _int_like(item)
 @cython.locals(n=Py_ssize_t, head=Py_ssize_t)
 cpdef Py_ssize_t lp_str_size(item) except -1
+cpdef bytes format_id(tuple sid)
 
 
 cdef class Node:
@@ -19,5 +38,19 @@ cdef class Node:
 
     cpdef Py_ssize_t lp_bytes(self)
     @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
-                   fields=tuple, same=bint)
+                   fields=tuple, same=bint, id_part=cython.ulonglong,
+                   master_part=cython.ulonglong, delta=cython.ulonglong)
     cpdef append(self, sid, list flat, int flags=*)
+
+
+@cython.locals(nodes=list, node=Node, total=Py_ssize_t, length=Py_ssize_t)
+cpdef stream_append(s, tuple sid, list flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
+
+@cython.locals(nodes=list, node=Node, ids=list, flags=list, items=list, i=Py_ssize_t,
+               j=Py_ssize_t, bounded=bint)
+cpdef range_forward(s, tuple start, tuple end, Py_ssize_t count, list out)
+
+@cython.locals(items=dict, stale=set, order=list)
+cpdef pel_put(pel, tuple sid, nack)
+
+cpdef pel_deliver(group, consumer, tuple sid, long long now)
