@@ -6,7 +6,7 @@ cimport cython
 
 from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
-from pykv.storage.stream_type cimport (format_id, pel_deliver, range_forward,
+from pykv.storage.stream_type cimport (format_id, id_above, pel_deliver, range_forward,
                                         stream_append)
 
 cdef extern from *:
@@ -28,11 +28,11 @@ cpdef long long _mstime()
                nfields=Py_ssize_t, total=Py_ssize_t, id_given=bint, seq_given=bint,
                nomkstream=bint, trimming=bint, last_ms=cython.ulonglong,
                last_seq=cython.ulonglong, ms=cython.ulonglong, last=tuple, sid=tuple,
-               fields=list)
+               fields=tuple)
 cdef _xadd(ClientCore c, list argv)
 
-cdef list _entry(tuple sid, list flat)
+cdef list _entry(tuple sid, flat)
 
-@cython.locals(entries=list, out=list, sid=tuple, flat=list, tombstones=bint)
+@cython.locals(entries=list, out=list, sid=tuple, tombstones=bint)
 cdef list _deliver(s, tuple start, Py_ssize_t count, group, consumer, bint noack, key=*,
                    effects=*)

@@ -41,6 +41,7 @@ from pykv.storage.stream_type import (
     claim_command,
     decr_id,
     format_id,
+    id_above,
     incr_id,
     pel_deliver,
     range_forward,
@@ -456,7 +457,7 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
             sid = args.id
         if sid <= last:
             raise ID_TOO_SMALL
-    fields = argv[idpos + 1:]
+    fields = tuple(argv[idpos + 1:])  # stored as it is (see stream_type.Node.items)
     total = 0
     for item in fields:
         total += len(item)
@@ -557,7 +558,7 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
     max_deleted = s.max_deleted
     tombstones = bool(s.length) and max_deleted != MIN_ID and not s.first_id > max_deleted
     for sid, flat in entries:
-        if sid > last_id:
+        if id_above(sid, last_id):
             if entries_read != INVALID_ENTRIES_READ and not (tombstones and sid <= max_deleted):
                 entries_read += 1
             elif s.entries_added:

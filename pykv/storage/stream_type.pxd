@@ -40,17 +40,21 @@ cdef class Node:
     @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
                    fields=tuple, same=bint, id_part=cython.ulonglong,
                    master_part=cython.ulonglong, delta=cython.ulonglong)
-    cpdef append(self, sid, list flat, int flags=*)
+    cpdef append(self, sid, tuple flat, int flags=*)
 
 
 @cython.locals(nodes=list, node=Node, total=Py_ssize_t, length=Py_ssize_t)
-cpdef stream_append(s, tuple sid, list flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
+cpdef stream_append(s, tuple sid, tuple flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
 
 @cython.locals(nodes=list, node=Node, ids=list, flags=list, items=list, i=Py_ssize_t,
                j=Py_ssize_t, bounded=bint)
 cpdef range_forward(s, tuple start, tuple end, Py_ssize_t count, list out)
 
-@cython.locals(items=dict, stale=set, order=list)
+@cython.locals(a_ms=cython.ulonglong, b_ms=cython.ulonglong, a_seq=cython.ulonglong,
+               b_seq=cython.ulonglong)
+cpdef bint id_above(tuple a, tuple b) except -1
+
+@cython.locals(items=dict, stale=set, order=list, size=Py_ssize_t)
 cpdef pel_put(pel, tuple sid, nack)
 
 cpdef pel_deliver(group, consumer, tuple sid, long long now)

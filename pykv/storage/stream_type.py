@@ -128,7 +128,9 @@ class Node:
         self.master = master
         self.fields = fields
         self.ids: list[StreamID] = []
-        self.items: list[list[bytes]] = []  # flat field/value lists
+        # flat field/value tuples: tuples of bytes, which the cyclic GC stops tracking, so a
+        # big stream's entries are not walked by every full collection as lists would be
+        self.items: list[tuple[bytes, ...]] = []
         self.flags: list[int] = []
         self.live = 0
         self.dead = 0
@@ -138,7 +140,7 @@ class Node:
     def lp_bytes(self) -> int:
         return 6 + lp_int_size(self.live) + lp_int_size(self.dead) + self.body_bytes + 1
 
-    def append(self, sid: StreamID, flat: list[bytes], flags: int = -1) -> None:
+    def append(self, sid: StreamID, flat: tuple[bytes, ...], flags: int = -1) -> None:
         nfields = len(flat) // 2
         if flags < 0:  # the same field names as the master entry (no tuple built)
             fields = self.fields
@@ -202,7 +204,7 @@ class Node:
         return node
 
 
-def stream_append(s: StreamValue, sid: StreamID, flat: list[bytes], max_bytes: int,
+def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_bytes: int,
                   max_entries: int) -> None:
     """``StreamValue.append`` (typed in stream_type.pxd: XADD calls it directly): into the
     last node, or a new one when that is full by bytes or entries."""
@@ -343,20 +345,35 @@ class PelMap:
             i += 1
 
 
+def id_above(a: StreamID, b: StreamID) -> bool:
+    """``a > b`` for two IDs (typed in stream_type.pxd: C integer compares instead of a
+    tuple comparison)."""
+    a_ms = a[0]
+    b_ms = b[0]
+    if a_ms != b_ms:
+        return a_ms > b_ms
+    a_seq = a[1]
+    b_seq = b[1]
+    return a_seq > b_seq
+
+
 def pel_put(pel: PelMap, sid: StreamID, nack: Any) -> None:
     """``pel[sid] = nack`` (a C call from XREADGROUP's typed delivery loop)."""
     items = pel._items
-    if sid not in items:
-        stale = pel._stale
-        if stale and sid in stale:
-            stale.discard(sid)  # its key is still in place in the order
+    size = len(items)
+    items.setdefault(sid, nack)  # a new key: inserted with one hash of the ID
+    if len(items) == size:  # it was there: replaced
+        items[sid] = nack
+        return
+    stale = pel._stale
+    if stale and sid in stale:
+        stale.discard(sid)  # its key is still in place in the order
+    else:
+        order = pel._order
+        if not order or id_above(sid, order[-1]):
+            order.append(sid)
         else:
-            order = pel._order
-            if not order or sid > order[-1]:
-                order.append(sid)
-            else:
-                insort(order, sid)
-    items[sid] = nack
+            insort(order, sid)
 
 
 class Nack:
@@ -417,7 +434,7 @@ def pel_deliver(group: Group, consumer: Consumer, sid: StreamID, now: int) -> Na
     """``sid`` delivered to ``consumer`` (``streamReplyWithRange``'s PEL update): a new
     pending entry, or the existing one handed over with its delivery count reset."""
     gpel = group.pel
-    nack = gpel.get(sid)
+    nack = gpel._items.get(sid)
     if nack is None:
         nack = Nack(consumer, now, 1)
         pel_put(gpel, sid, nack)
@@ -483,7 +500,7 @@ class StreamValue(Value):
     # -- adding -----------------------------------------------------------------------------
     def append(self, sid: StreamID, flat: list[bytes], max_bytes: int, max_entries: int) -> None:
         """Add an entry (its ID already checked to be above ``last_id``)."""
-        stream_append(self, sid, flat, max_bytes, max_entries)
+        stream_append(self, sid, tuple(flat), max_bytes, max_entries)
 
     # -- lookups ----------------------------------------------------------------------------
     def _locate(self, sid: StreamID) -> tuple[Node, int] | None:
@@ -802,7 +819,7 @@ def _parse_node(key: bytes, blob: bytes) -> Node:
         elif sid < node.master or (node.ids and sid <= node.ids[-1]) or \
                 (upper is not None and sid >= upper):
             continue
-        node.append(sid, flat, flags)
+        node.append(sid, tuple(flat), flags)
     return node
 
 
