@@ -1,8 +1,9 @@
-# Augments pykv/storage/stream_type.py when Cython compiles it: the macro node becomes an
-# extension type with C fields and the listpack integer size a C function, for XADD's hot
-# path. Uncompiled, the .py runs as it is. (PelMap and Nack measured slower as extension
-# types: their callers in pykv.commands.streams do not know the type, so every method call
-# built a bound method.)
+# Augments pykv/storage/stream_type.py when Cython compiles it: the macro node and the
+# pending entry become extension types with C fields and the listpack integer size a C
+# function, for XADD's and XREADGROUP's hot paths. Uncompiled, the .py runs as it is.
+# (PelMap measured slower as an extension type: its callers in pykv.commands.streams do not
+# know the type, so every method call built a bound method; XREADGROUP's inserts go through
+# the typed pel_put instead.)
 
 cimport cython
 
@@ -31,6 +32,11 @@ cpdef Py_ssize_t lp_str_size(item) except -1
 cpdef bytes format_id(tuple sid)
 
 
+cdef class Nack:
+    # a PEL entry: built per delivered entry, from pel_deliver's typed code
+    cdef public object consumer, delivery_time, delivery_count
+
+
 cdef class Node:
     cdef public object master, fields
     cdef public list ids, items, flags
@@ -57,4 +63,5 @@ cpdef bint id_above(tuple a, tuple b) except -1
 @cython.locals(items=dict, stale=set, order=list, size=Py_ssize_t)
 cpdef pel_put(pel, tuple sid, nack)
 
+@cython.locals(nack=Nack)
 cpdef pel_deliver(group, consumer, tuple sid, long long now)
