@@ -12,6 +12,8 @@ import re
 import time
 from typing import Any
 
+import cython
+
 from pykv import errors
 from pykv.commands.args import LLONG_MAX, to_int
 from pykv.commands.registry import command
@@ -39,8 +41,12 @@ from pykv.storage.stream_type import (
     claim_command,
     decr_id,
     format_id,
+    id_above,
     incr_id,
+    pel_deliver,
+    range_forward,
     setid_command,
+    stream_append,
 )
 
 WRONGTYPE = errors.WRONGTYPE
@@ -282,7 +288,7 @@ def _lookup_or_create_consumer(c: Any, group: Group, name: bytes, key: bytes,
     consumer = group.consumers.get(name)
     if consumer is None:
         consumer = _create_consumer(c, group, name, key, effects)
-    consumer.seen_time = _now_ms()
+    consumer.seen_time = _mstime()
     return consumer
 
 
@@ -384,60 +390,99 @@ def _next_auto_id(last: StreamID) -> StreamID:
     return nxt if nxt is not None else MIN_ID
 
 
+def _mstime() -> int:
+    """The wall clock in ms (``mstime``): a C call compiled (streams.pxd)."""
+    if cython.compiled:
+        return pykv_mstime()  # noqa: F821
+    return _now_ms()
+
+
 @command("xadd")
 def xadd(c, argv):
-    args, idpos = _parse_add_trim(c, argv, True)
-    fields = argv[idpos + 1:]
-    if len(fields) < 2 or len(fields) % 2:
+    return _xadd(c, argv)
+
+
+def _xadd(c: Any, argv: list[bytes]) -> Any:
+    """XADD (typed in streams.pxd: the client, server, database and the ID parts are C
+    types). ``XADD key * field value ...``, the usual form, skips the option parser."""
+    argc = len(argv)
+    if argv[2] == b"*":
+        args = None
+        idpos = 2
+        id_given = nomkstream = trimming = False
+        seq_given = True
+    else:
+        args, idpos = _parse_add_trim(c, argv, True)
+        id_given = args.id_given
+        seq_given = args.seq_given
+        nomkstream = args.nomkstream
+        trimming = args.strategy is not None
+    nfields = argc - idpos - 1
+    if nfields < 2 or nfields % 2:
         raise errors.wrong_arity("xadd")
-    if args.id_given and args.seq_given and args.id == MIN_ID:
+    if id_given and seq_given and args.id == MIN_ID:
         raise ID_ZERO
     key = argv[1]
     db = c.db
     server = c.server
-    s = _get_stream(c, key)
+    s = db.get(key)
     if s is None:
-        if args.nomkstream:
+        if nomkstream:
             return None
         s = StreamValue()
         db.set(key, s)
-    if s.last_id == MAX_ID:
-        raise ID_EXHAUSTED
+    elif type(s) is not StreamValue:
+        raise WRONGTYPE
     last = s.last_id
-    if not args.id_given:
-        sid = _next_auto_id(last)
-    elif args.seq_given:
-        sid = args.id
-    elif last[0] == args.id[0]:
-        if last[1] == U64:
-            raise TOO_LARGE  # Redis 7.0 reports this case with the ERANGE text
-        sid = (last[0], last[1] + 1)
+    last_ms = last[0]
+    last_seq = last[1]
+    if last_seq == U64 and last_ms == U64:
+        raise ID_EXHAUSTED
+    if not id_given:  # above the last ID by construction
+        ms = _mstime()
+        if ms > last_ms:
+            sid = (ms, 0)
+        elif last_seq == U64:
+            sid = (last_ms + 1, 0)
+        else:
+            sid = (last_ms, last_seq + 1)
     else:
-        sid = args.id
-    if sid <= last:
-        raise ID_TOO_SMALL
-    if sum(map(len, fields)) > LISTPACK_MAX_SIZE:
+        if seq_given:
+            sid = args.id
+        elif last_ms == args.id[0]:
+            if last_seq == U64:
+                raise TOO_LARGE  # Redis 7.0 reports this case with the ERANGE text
+            sid = (last_ms, last_seq + 1)
+        else:
+            sid = args.id
+        if sid <= last:
+            raise ID_TOO_SMALL
+    fields = tuple(argv[idpos + 1:])  # stored as it is (see stream_type.Node.items)
+    total = 0
+    for item in fields:
+        total += len(item)
+    if total > LISTPACK_MAX_SIZE:
         raise TOO_LARGE
     config = server.config
-    s.append(sid, fields, config.stream_node_max_bytes, config.stream_node_max_entries)
+    stream_append(s, sid, fields, config.stream_node_max_bytes, config.stream_node_max_entries)
     db.modified(key)
-    _event(c, b"xadd", key)
+    if server.keyspace_notifier is not None:
+        notify(server, "t", b"xadd", key, db.id)
     server.dirty += 1
-    trimmed = args.strategy is not None and _trim(s, args)
+    trimmed = trimming and _trim(s, args)
     if trimmed:
         _event(c, b"xtrim", key)
-    reply = b"%d-%d" % sid
-    if server.propagate is not None and (
-            not (args.id_given and args.seq_given) or args.strategy is not None):
+    reply = format_id(sid)
+    if server.propagate is not None and (not (id_given and seq_given) or trimming):
         # replay must not depend on the clock or on node boundaries: the ID made, then
         # the length the trim left
-        nomk = [b"NOMKSTREAM"] if args.nomkstream else []
+        nomk = [b"NOMKSTREAM"] if nomkstream else []
         cmds = [[b"XADD", key, *nomk, reply, *fields]]
         if trimmed:
             cmds.append([b"XTRIM", key, b"MAXLEN", b"%d" % s.length])
         c.propagate_as(*cmds)
     if db.blocking_keys:  # XREAD BLOCK waiters (the check is what signal_key_as_ready does)
-        c.server.blocking.signal_key_as_ready(db, key)
+        server.blocking.signal_key_as_ready(db, key)
     return reply
 
 
@@ -497,32 +542,38 @@ def xrevrange(c, argv):
 def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
              consumer: Consumer | None, noack: bool, key: bytes = b"",
              effects: list | None = None) -> list:
-    """``streamReplyWithRange`` from ``start`` on, updating the group as Redis does."""
+    """``streamReplyWithRange`` from ``start`` on, updating the group as Redis does (typed
+    in streams.pxd)."""
+    entries: list = []
+    range_forward(s, start, MAX_ID, count, entries)
     out = []
-    now = _now_ms()
-    for sid, flat in s.range(start, MAX_ID, count):
-        if group is not None:
-            if sid > group.last_id:
-                if group.entries_read != INVALID_ENTRIES_READ and not s.has_tombstones(sid):
-                    group.entries_read += 1
-                elif s.entries_added:
-                    group.entries_read = s.estimate_distance(sid)
-                group.last_id = sid
-            if not noack:
-                nack = group.pel.get(sid)
-                if nack is None:
-                    nack = group.pel[sid] = Nack(consumer, now, 1)
-                else:
-                    if nack.consumer is not None:
-                        nack.consumer.pel.pop(sid, None)
-                    nack.consumer = consumer
-                    nack.delivery_time = now
-                    nack.delivery_count = 1
-                consumer.pel[sid] = nack
-                if effects is not None:
-                    effects.append(_claim_effect(key, group, sid, nack))
+    if group is None:
+        for sid, flat in entries:
+            out.append(_entry(sid, flat))
+        return out
+    now = _mstime()
+    last_id = group.last_id
+    entries_read = group.entries_read
+    # ``s.has_tombstones(sid)`` for each entry: the stream does not change meanwhile
+    max_deleted = s.max_deleted
+    tombstones = bool(s.length) and max_deleted != MIN_ID and not s.first_id > max_deleted
+    for sid, flat in entries:
+        if id_above(sid, last_id):
+            if entries_read != INVALID_ENTRIES_READ and not (tombstones and sid <= max_deleted):
+                entries_read += 1
+            elif s.entries_added:
+                entries_read = s.estimate_distance(sid)
+            last_id = sid
+        if not noack:
+            nack = pel_deliver(group, consumer, sid, now)
+            if effects is not None:
+                group.last_id = last_id
+                group.entries_read = entries_read
+                effects.append(_claim_effect(key, group, sid, nack))
         out.append(_entry(sid, flat))
-    if noack and group is not None and out and effects is not None:
+    group.last_id = last_id
+    group.entries_read = entries_read
+    if noack and out and effects is not None:
         effects.append(setid_command(key, group))
     return out
 
@@ -1213,8 +1264,8 @@ def xinfo_stream(c, argv):
         info[b"groups"] = len(s.groups)
         first = s.range(MIN_ID, MAX_ID, 1)
         last = s.range(MIN_ID, MAX_ID, 1, rev=True)
-        info[b"first-entry"] = _entry(*first[0]) if first else None
-        info[b"last-entry"] = _entry(*last[0]) if last else None
+        info[b"first-entry"] = _entry(first[0][0], first[0][1]) if first else None
+        info[b"last-entry"] = _entry(last[0][0], last[0][1]) if last else None
         return info
     info[b"entries"] = [_entry(sid, flat) for sid, flat in s.range(MIN_ID, MAX_ID, count)]
     groups = []

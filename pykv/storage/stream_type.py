@@ -22,6 +22,8 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from typing import Any
 
+import cython
+
 from pykv.protocol._parser import string2ll
 from pykv.storage.rdb._rio import backlen_size
 from pykv.storage.values import Value
@@ -40,6 +42,8 @@ StreamID = tuple[int, int]
 
 # -- IDs ------------------------------------------------------------------------------------
 def format_id(sid: StreamID) -> bytes:
+    if cython.compiled:  # digits written in C (stream_type.pxd), no format parsing
+        return pykv_format_id(sid[0], sid[1])  # noqa: F821
     return b"%d-%d" % sid
 
 
@@ -124,7 +128,9 @@ class Node:
         self.master = master
         self.fields = fields
         self.ids: list[StreamID] = []
-        self.items: list[list[bytes]] = []  # flat field/value lists
+        # flat field/value tuples: tuples of bytes, which the cyclic GC stops tracking, so a
+        # big stream's entries are not walked by every full collection as lists would be
+        self.items: list[tuple[bytes, ...]] = []
         self.flags: list[int] = []
         self.live = 0
         self.dead = 0
@@ -134,7 +140,7 @@ class Node:
     def lp_bytes(self) -> int:
         return 6 + lp_int_size(self.live) + lp_int_size(self.dead) + self.body_bytes + 1
 
-    def append(self, sid: StreamID, flat: list[bytes], flags: int = -1) -> None:
+    def append(self, sid: StreamID, flat: tuple[bytes, ...], flags: int = -1) -> None:
         nfields = len(flat) // 2
         if flags < 0:  # the same field names as the master entry (no tuple built)
             fields = self.fields
@@ -147,10 +153,16 @@ class Node:
             flags = FLAG_SAMEFIELDS if same else 0
         size = lp_int_size(flags)
         master = self.master
-        delta = sid[0] - master[0]
+        # typed unsigned in stream_type.pxd: a delta below the master wraps to a huge value
+        # there, and takes the _signed64 branch as a negative one does uncompiled
+        id_part = sid[0]
+        master_part = master[0]
+        delta = id_part - master_part
         # small non-negative deltas (the usual case) are one-byte ints: 2 bytes
         size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
-        delta = sid[1] - master[1]
+        id_part = sid[1]
+        master_part = master[1]
+        delta = id_part - master_part
         size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
         if flags & FLAG_SAMEFIELDS:
             for i in range(1, len(flat), 2):
@@ -192,6 +204,59 @@ class Node:
         return node
 
 
+def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_bytes: int,
+                  max_entries: int) -> None:
+    """``StreamValue.append`` (typed in stream_type.pxd: XADD calls it directly): into the
+    last node, or a new one when that is full by bytes or entries."""
+    nodes = s.nodes
+    node = nodes[-1] if nodes else None
+    if node is not None:
+        if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
+            max_bytes = LISTPACK_MAX_SIZE
+        total = 0
+        for item in flat:
+            total += len(item)
+        if node.lp_bytes() + total >= max_bytes:
+            node = None
+        elif max_entries and node.live + node.dead >= max_entries:
+            node = None
+    if node is None:
+        node = Node(sid, tuple(flat[0::2]))
+        nodes.append(node)
+        s.masters.append(sid)
+    node.append(sid, flat)
+    length = s.length + 1
+    s.length = length
+    s.entries_added += 1
+    s.last_id = sid
+    if length == 1:
+        s.first_id = sid
+
+
+def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
+                  out: list) -> None:
+    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out`` (typed in
+    stream_type.pxd; XREAD/XREADGROUP call it directly)."""
+    nodes = s.nodes
+    bounded = end != MAX_ID  # nothing is above the last possible ID: no compare per entry
+    # (an index walk: slicing the node list would copy all of it per call)
+    for i in range(max(0, bisect_right(s.masters, start) - 1), len(nodes)):
+        node = nodes[i]
+        if bounded and node.master > end:
+            return
+        ids = node.ids
+        flags = node.flags
+        items = node.items
+        for j in range(bisect_left(ids, start), len(ids)):
+            sid = ids[j]
+            if bounded and sid > end:
+                return
+            if not flags[j] & FLAG_DELETED:
+                out.append((sid, items[j]))
+                if count and len(out) >= count:
+                    return
+
+
 class PelMap:
     """A pending-entries list: ID -> Nack, iterated in ID order.
 
@@ -224,17 +289,7 @@ class PelMap:
         return self._items.get(sid, default)
 
     def __setitem__(self, sid: StreamID, nack: Any) -> None:
-        items = self._items
-        if sid not in items:
-            if self._stale and sid in self._stale:
-                self._stale.discard(sid)  # its key is still in place in the order
-            else:
-                order = self._order
-                if not order or sid > order[-1]:
-                    order.append(sid)
-                else:
-                    insort(order, sid)
-        items[sid] = nack
+        pel_put(self, sid, nack)
 
     def pop(self, sid: StreamID, default: Any = None) -> Any:
         items = self._items
@@ -288,6 +343,37 @@ class PelMap:
             if sid in items:
                 yield sid
             i += 1
+
+
+def id_above(a: StreamID, b: StreamID) -> bool:
+    """``a > b`` for two IDs (typed in stream_type.pxd: C integer compares instead of a
+    tuple comparison)."""
+    a_ms = a[0]
+    b_ms = b[0]
+    if a_ms != b_ms:
+        return a_ms > b_ms
+    a_seq = a[1]
+    b_seq = b[1]
+    return a_seq > b_seq
+
+
+def pel_put(pel: PelMap, sid: StreamID, nack: Any) -> None:
+    """``pel[sid] = nack`` (a C call from XREADGROUP's typed delivery loop)."""
+    items = pel._items
+    size = len(items)
+    items.setdefault(sid, nack)  # a new key: inserted with one hash of the ID
+    if len(items) == size:  # it was there: replaced
+        items[sid] = nack
+        return
+    stale = pel._stale
+    if stale and sid in stale:
+        stale.discard(sid)  # its key is still in place in the order
+    else:
+        order = pel._order
+        if not order or id_above(sid, order[-1]):
+            order.append(sid)
+        else:
+            insort(order, sid)
 
 
 class Nack:
@@ -344,6 +430,24 @@ class Group:
         return True
 
 
+def pel_deliver(group: Group, consumer: Consumer, sid: StreamID, now: int) -> Nack:
+    """``sid`` delivered to ``consumer`` (``streamReplyWithRange``'s PEL update): a new
+    pending entry, or the existing one handed over with its delivery count reset."""
+    gpel = group.pel
+    nack = gpel._items.get(sid)
+    if nack is None:
+        nack = Nack(consumer, now, 1)
+        pel_put(gpel, sid, nack)
+    else:
+        if nack.consumer is not None:
+            nack.consumer.pel.pop(sid, None)
+        nack.consumer = consumer
+        nack.delivery_time = now
+        nack.delivery_count = 1
+    pel_put(consumer.pel, sid, nack)
+    return nack
+
+
 class StreamValue(Value):
     """A stream: nodes of entries plus the metadata Redis 7.0 keeps."""
 
@@ -396,27 +500,7 @@ class StreamValue(Value):
     # -- adding -----------------------------------------------------------------------------
     def append(self, sid: StreamID, flat: list[bytes], max_bytes: int, max_entries: int) -> None:
         """Add an entry (its ID already checked to be above ``last_id``)."""
-        node = self.nodes[-1] if self.nodes else None
-        if node is not None:
-            if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
-                max_bytes = LISTPACK_MAX_SIZE
-            total = 0
-            for item in flat:
-                total += len(item)
-            if node.lp_bytes() + total >= max_bytes:
-                node = None
-            elif max_entries and node.live + node.dead >= max_entries:
-                node = None
-        if node is None:
-            node = Node(sid, tuple(flat[0::2]))
-            self.nodes.append(node)
-            self.masters.append(sid)
-        node.append(sid, flat)
-        self.length += 1
-        self.entries_added += 1
-        self.last_id = sid
-        if self.length == 1:
-            self.first_id = sid
+        stream_append(self, sid, tuple(flat), max_bytes, max_entries)
 
     # -- lookups ----------------------------------------------------------------------------
     def _locate(self, sid: StreamID) -> tuple[Node, int] | None:
@@ -447,22 +531,7 @@ class StreamValue(Value):
             return out
         masters = self.masters
         if not rev:
-            nodes = self.nodes
-            # (an index walk: slicing the node list would copy all of it per call)
-            for i in range(max(0, bisect_right(masters, start) - 1), len(nodes)):
-                node = nodes[i]
-                if node.master > end:
-                    break
-                ids = node.ids
-                flags = node.flags
-                for j in range(bisect_left(ids, start), len(ids)):
-                    sid = ids[j]
-                    if sid > end:
-                        return out
-                    if not flags[j] & FLAG_DELETED:
-                        out.append((sid, node.items[j]))
-                        if count and len(out) >= count:
-                            return out
+            range_forward(self, start, end, count, out)
         else:
             i = bisect_right(masters, end) - 1
             while i >= 0:
@@ -750,7 +819,7 @@ def _parse_node(key: bytes, blob: bytes) -> Node:
         elif sid < node.master or (node.ids and sid <= node.ids[-1]) or \
                 (upper is not None and sid >= upper):
             continue
-        node.append(sid, flat, flags)
+        node.append(sid, tuple(flat), flags)
     return node
 
 

@@ -135,6 +135,23 @@ def test_add_errors_and_id_parsing(diff):
     ])
 
 
+def test_auto_ids_below_a_future_top_id(diff):
+    """``XADD key *`` when the top ID's ms is ahead of the clock: the next sequence, then
+    the next ms once the sequence is exhausted (the IDs do not depend on the clock)."""
+    diff.many([
+        ("XADD", "s", "99999999999999-5", "f", "v"), ("XADD", "s", "*", "f", "v", "g", "w"),
+        ("XADD", "s", "*", "f", "v"), ("XADD", "s", "*", "f", "v", "g"),
+        ("XADD", "s", "99999999999999-18446744073709551615", "a", "1"),
+        ("XADD", "s", "*", "a", "1"), ("XADD", "s", "*", "12345", "-7", "x" * 70, ""),
+        ("XRANGE", "s", "-", "+"), ("XLEN", "s"),
+        ("XGROUP", "CREATE", "s", "g", "0"),
+        ("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"),
+        ("XPENDING", "s", "g"), ("XINFO", "GROUPS", "s"),
+    ])
+
+
 def test_resp3_shapes(diff3):
     diff3.many([
         ("XADD", "s", "1-1", "a", "1"), ("XADD", "s", "2-1", "b", "2"),

@@ -1,6 +1,7 @@
 """StreamValue on its own: node layout, listpack sizes, trimming, counters, RDB round trips."""
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -23,6 +24,7 @@ from pykv.storage.stream_type import (
     _node_listpack,
     decr_id,
     encode_id,
+    format_id,
     incr_id,
     load_stream,
     save_stream,
@@ -79,7 +81,7 @@ def test_range_skips_deleted_and_respects_bounds():
                                                                       (4, 0)]
     assert [sid for sid, _ in s.range((2, 0), MAX_ID, 2)] == [(2, 0), (4, 0)]
     assert s.range((9, 0), (2, 0)) == []
-    assert s.get((3, 0)) is None and s.get((4, 0)) == [b"f", b"4"]
+    assert s.get((3, 0)) is None and s.get((4, 0)) == (b"f", b"4")
 
 
 def test_deleting_a_node_s_last_live_entry_drops_the_node():
@@ -224,3 +226,23 @@ def test_pel_map_matches_a_sorted_dict_under_random_operations():
     assert pel.items() == sorted(model.items())
     if model:
         assert pel.first() == min(model) and pel.last() == max(model)
+
+
+def test_entries_are_left_out_of_the_cyclic_gc():
+    """Entries are stored as tuples of bytes (not the caller's lists), which a collection
+    stops tracking: a big stream's entries are not walked by every full collection."""
+    s = StreamValue()
+    fields = [b"f", b"v", b"g", b"w"]
+    s.append((1, 0), fields, 4096, 100)
+    fields.append(b"later")  # the caller's list is not what was stored
+    (sid, flat), = s.range(MIN_ID, MAX_ID)
+    assert flat == (b"f", b"v", b"g", b"w")
+    gc.collect()
+    assert not gc.is_tracked(flat)
+
+
+def test_format_id_writes_both_64_bit_parts():
+    assert format_id((0, 0)) == b"0-0"
+    assert format_id((1700000000123, 42)) == b"1700000000123-42"
+    top = (1 << 64) - 1
+    assert format_id((top, top)) == b"%d-%d" % (top, top)
