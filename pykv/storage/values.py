@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykv.protocol._parser import string2ll
+
 OBJ_ENCODING_EMBSTR_SIZE_LIMIT = 44
 
 
@@ -88,11 +90,8 @@ def string_encoding(value: bytes | bytearray) -> bytes:
     """``int`` for canonical 64-bit integers, ``embstr`` up to 44 bytes, else ``raw``."""
     if type(value) is bytearray:
         return b"raw"
-    if len(value) <= 20:
-        from pykv.protocol._parser import string2ll as to_int
-
-        if to_int(value) is not None:
-            return b"int"
+    if len(value) <= 20 and string2ll(value) is not None:
+        return b"int"
     return b"embstr" if len(value) <= OBJ_ENCODING_EMBSTR_SIZE_LIMIT else b"raw"
 
 
