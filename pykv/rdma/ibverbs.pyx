@@ -28,7 +28,6 @@ from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
 from pykv.rdma import verbs as v
-from pykv.rdma.pyverbs_backend import _memlock_advice, _rdma_ipv4_addresses, check_memlock
 
 from pykv.rdma.cverbs cimport CMemoryRegion, CQueuePair, wc_t
 
@@ -301,7 +300,7 @@ cdef class IbvMR(CMemoryRegion):
             err = errno
             free(mem)
             if err in (_errno.ENOMEM, _errno.EPERM):
-                raise v.SetupError(_memlock_advice(length))
+                raise v.SetupError(v.memlock_advice(length))
             raise _error("ibv_reg_mr", err)
         self.base = <char *>mem
         self.length = length
@@ -745,15 +744,10 @@ class IbverbsBackend(v.Backend):
     name = "ibverbs"
 
     def default_binds(self) -> list[str]:
-        return _rdma_ipv4_addresses() or ["127.0.0.1"]
+        return v.rdma_ipv4_addresses() or ["127.0.0.1"]
 
     def listen(self, ip: str, port: int, backlog: int) -> IbvListener:
-        if ip in ("*", "0.0.0.0", "::*", "::"):
-            raise v.SetupError("RDMA cannot bind a wildcard address: bind each RDMA-capable "
-                               "IP (rdma-bind / bind=)")
-        # one connection pins its RX window, a staging buffer of the peer's window and the
-        # control slots
-        check_memlock(2 * (1 << 20) + 2 * 65536)
+        v.check_listen(ip)
         return IbvListener(ip, port, backlog)
 
     def connect(self, host: str, port: int, timeout: float, prepare,

@@ -29,7 +29,6 @@ import enum
 import errno
 import fcntl
 import os
-import resource
 import select
 import socket
 import time
@@ -270,7 +269,7 @@ class PyverbsQP(v.QueuePair):
             mr = PyverbsMR(self.pv.MR(self.pd, length, access), length)
         except self.pv.PyverbsRDMAError as exc:
             if getattr(exc, "error_code", 0) in (errno.ENOMEM, errno.EPERM):
-                raise v.SetupError(_memlock_advice(length)) from None
+                raise v.SetupError(v.memlock_advice(length)) from None
             raise
         self.mrs.append(mr)
         return mr
@@ -504,17 +503,6 @@ def _cm_addresses(cm_id: int) -> tuple[str, str]:
     return _sockaddr(src), _sockaddr(src + 128)
 
 
-def _memlock_advice(need: int) -> str:
-    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    have = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
-    return (f"RDMA: cannot register {need} bytes of memory: the locked-memory limit is {have}; "
-            "raise it (ulimit -l unlimited, or LimitMEMLOCK=infinity for systemd)")
-
-
-def check_memlock(need: int) -> None:
-    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if soft != resource.RLIM_INFINITY and soft < need:
-        raise v.SetupError(_memlock_advice(need))
 
 
 class PyverbsBackend(v.Backend):
@@ -524,15 +512,10 @@ class PyverbsBackend(v.Backend):
         self.pv = pv
 
     def default_binds(self) -> list[str]:
-        return _rdma_ipv4_addresses() or ["127.0.0.1"]
+        return v.rdma_ipv4_addresses() or ["127.0.0.1"]
 
     def listen(self, ip: str, port: int, backlog: int) -> PyverbsListener:
-        if ip in ("*", "0.0.0.0", "::*", "::"):
-            raise v.SetupError("RDMA cannot bind a wildcard address with pyverbs: bind each "
-                               "RDMA-capable IP (rdma-bind / bind=)")
-        # one connection needs its RX window, a staging buffer of the peer's window and
-        # the control slots pinned
-        check_memlock(2 * (1 << 20) + 2 * 65536)
+        v.check_listen(ip, " with pyverbs")
         return PyverbsListener(self.pv, ip, port, backlog)
 
     def connect(self, host: str, port: int, timeout: float,
@@ -585,32 +568,3 @@ class PyverbsBackend(v.Backend):
                                          f"RDMA: connect to {host}:{port} failed: {exc}") from None
         return qp
 
-
-def _rdma_ipv4_addresses() -> list[str]:
-    """IPv4 addresses of netdevs that carry an RDMA device (from sysfs + SIOCGIFADDR)."""
-    import struct
-
-    names = set()
-    base = "/sys/class/infiniband"
-    try:
-        for dev in os.listdir(base):
-            ports = os.path.join(base, dev, "ports")
-            for port in os.listdir(ports):
-                ndevs = os.path.join(ports, port, "gid_attrs", "ndevs")
-                for g in os.listdir(ndevs):
-                    try:
-                        with open(os.path.join(ndevs, g)) as fh:
-                            names.add(fh.read().strip())
-                    except OSError:
-                        continue
-    except OSError:
-        return []
-    out = []
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for name in sorted(n for n in names if n):
-            try:
-                res = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
-                out.append(socket.inet_ntoa(res[20:24]))
-            except OSError:
-                continue
-    return out

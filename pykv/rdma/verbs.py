@@ -11,7 +11,10 @@ and events read the same whichever backend produced them.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import resource
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -254,6 +257,60 @@ def check_rdma_cm() -> None:
 
 def no_device_error() -> SetupError:
     return SetupError(f"RDMA: no RDMA device found (ibv_devices lists none): {NO_DEVICE_HINT}")
+
+
+def memlock_advice(need: int) -> str:
+    """The SetupError text for a locked-memory limit under ``need`` bytes."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    have = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
+    return (f"RDMA: cannot register {need} bytes of memory: the locked-memory limit is {have}; "
+            "raise it (ulimit -l unlimited, or LimitMEMLOCK=infinity for systemd)")
+
+
+def check_memlock(need: int) -> None:
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raise SetupError(memlock_advice(need))
+
+
+def check_listen(ip: str, via: str = "") -> None:
+    """What a real-verbs backend checks before listening on ``ip`` (``via``: the backend,
+    as its error names it): no wildcard address, and room to pin one connection's memory
+    (its RX window, a staging buffer of the peer's window and the control slots)."""
+    if ip in ("*", "0.0.0.0", "::*", "::"):
+        raise SetupError(f"RDMA cannot bind a wildcard address{via}: bind each RDMA-capable "
+                         "IP (rdma-bind / bind=)")
+    check_memlock(2 * (1 << 20) + 2 * 65536)
+
+
+def rdma_ipv4_addresses() -> list[str]:
+    """IPv4 addresses of netdevs that carry an RDMA device (from sysfs + SIOCGIFADDR)."""
+    import struct
+
+    names = set()
+    base = "/sys/class/infiniband"
+    try:
+        for dev in os.listdir(base):
+            ports = os.path.join(base, dev, "ports")
+            for port in os.listdir(ports):
+                ndevs = os.path.join(ports, port, "gid_attrs", "ndevs")
+                for g in os.listdir(ndevs):
+                    try:
+                        with open(os.path.join(ndevs, g)) as fh:
+                            names.add(fh.read().strip())
+                    except OSError:
+                        continue
+    except OSError:
+        return []
+    out = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name in sorted(n for n in names if n):
+            try:
+                res = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+                out.append(socket.inet_ntoa(res[20:24]))
+            except OSError:
+                continue
+    return out
 
 
 def get_backend(name: str | None = None) -> Backend:

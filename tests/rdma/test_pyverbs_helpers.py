@@ -73,9 +73,9 @@ def test_missing_pyverbs_or_device_is_a_setup_error(monkeypatch):
 
 
 def test_memlock_advice(monkeypatch):
-    monkeypatch.setattr(pb.resource, "getrlimit", lambda r: (64 * 1024, 64 * 1024))
+    monkeypatch.setattr(v.resource, "getrlimit", lambda r: (64 * 1024, 64 * 1024))
     with pytest.raises(v.SetupError, match=r"locked-memory limit is 64 KiB.*ulimit -l"):
-        pb.check_memlock(1 << 20)
+        v.check_memlock(1 << 20)
 
 
 # -- the two pyverbs module layouts, with fake modules -----------------------------------
