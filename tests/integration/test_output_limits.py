@@ -16,6 +16,8 @@ from support.resp import RawClient, encode_command
 
 VALUE = b"v" * 100_000
 GET = encode_command("GET", "big")
+# Redis's default client-output-buffer-limit, restored after each test changes it
+DEFAULT_LIMITS = "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60"
 
 
 def _silent_client(port: int) -> socket.socket:
@@ -67,7 +69,7 @@ def _run(port: int, limit: str, rounds: int, pause: float) -> bool:
     assert admin.call("PING") == b"+PONG\r\n"  # everyone else is still served
     sock.close()
     admin.call("CONFIG", "SET", "client-output-buffer-limit",
-               "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+               DEFAULT_LIMITS)
     admin.close()
     return closed
 
@@ -97,6 +99,11 @@ def _limit_log_line(server, since: int, timeout: float = 10) -> str:
         time.sleep(0.05)
     return next(x for x in server.log(since=since).splitlines()
                 if "output buffer limits" in x)
+
+
+def _logged_omem(line: str) -> int:
+    """The omem= field of the output-limit warning's CLIENT LIST part."""
+    return int(line.split(" omem=", 1)[1].split(" ", 1)[0])
 
 
 def test_log_line_names_the_client(pykv_proc):
@@ -140,12 +147,12 @@ def test_a_pipelined_burst_is_closed_at_the_limit(pykv_proc):
     try:
         _send_gets(sock, 200)
         line = _limit_log_line(pykv_proc, since)
-        omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+        omem = _logged_omem(line)
         assert omem < 2 << 20, line
     finally:
         sock.close()
         admin.call("CONFIG", "SET", "client-output-buffer-limit",
-                   "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+                   DEFAULT_LIMITS)
         admin.close()
 
 
@@ -170,10 +177,10 @@ def test_a_subscriber_backlog_in_the_transport_counts_at_each_delivery(pykv_proc
                 if b":0\r\n" in replies:  # the subscriber is gone
                     break
         line = _limit_log_line(pykv_proc, since)
-        omem = int(line.split(" omem=", 1)[1].split(" ", 1)[0])
+        omem = _logged_omem(line)
         assert omem < 1300 << 10, line
     finally:
         sub.close()
         admin.call("CONFIG", "SET", "client-output-buffer-limit",
-                   "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+                   DEFAULT_LIMITS)
         admin.close()
