@@ -114,6 +114,11 @@ cdef inline void _raw(bytearray out, bytes data) except *:
     memcpy(_grow(out, n), PyBytes_AS_STRING(data), n)
 
 
+cdef void append_raw(bytearray out, bytes data) except *:
+    """Append ``data``, a reply already encoded (QUEUED, an array header), to ``out``."""
+    _raw(out, data)
+
+
 cdef void append_encoded(bytearray out, bytearray data) except *:
     """Append ``data``, replies already encoded (one pub/sub message for many subscribers),
     to ``out`` with the writer's amortised growth."""

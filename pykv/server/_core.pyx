@@ -20,10 +20,10 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytearray cimport PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdlib cimport calloc, free
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from pykv import errors
@@ -31,7 +31,7 @@ from pykv.protocol._parser import ProtocolError
 from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
-from pykv.protocol._writer cimport write_reply
+from pykv.protocol._writer cimport append_raw, write_reply
 
 log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``call`` sees
@@ -211,14 +211,6 @@ cdef inline void _cache_name(list cache, object name, object found) except *:
     slot = _name_slot(PyBytes_AS_STRING(name), n)
     cache[slot] = name
     cache[slot + 1] = found
-
-
-cdef inline void _append_bytes(bytearray out, bytes data) except *:
-    """``out += data`` for a short ``data`` (a fixed reply) without the generic call."""
-    cdef Py_ssize_t old = PyByteArray_GET_SIZE(out)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    PyByteArray_Resize(out, old + n)
-    memcpy(PyByteArray_AS_STRING(out) + old, PyBytes_AS_STRING(data), n)
 
 
 cdef class ServerCore:
@@ -471,7 +463,7 @@ cdef class ClientCore:
         if self.multi is not None and not cmd.multi_immediate:
             (<list>self.multi).append((cmd, argv))
             if self.reply_mode == 0:
-                _append_bytes(self.out, b"+QUEUED\r\n")
+                append_raw(self.out, b"+QUEUED\r\n")
             else:
                 self.add_reply(_QUEUED)
             return
@@ -576,7 +568,7 @@ cdef class ClientCore:
         if cluster is not None:  # the one slot the transaction's scripts share (script_cluster)
             (<object>self).exec_slot = cluster.first_slot(queue)
         if self.reply_mode == 0 and n < 64:
-            _append_bytes(self.out, <bytes>_ARRAY_HEADERS[n])
+            append_raw(self.out, <bytes>_ARRAY_HEADERS[n])
         else:
             self.add_reply(_RawReply(b"*%d\r\n" % n))
         self.deny_blocking = True
