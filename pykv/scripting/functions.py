@@ -138,13 +138,14 @@ class FunctionError(Exception):
 class Function:
     """One registered function: its Lua callback and what FUNCTION LIST shows."""
 
-    __slots__ = ("name", "library", "callback", "description", "flags", "slot", "no_writes",
+    # (no link back to its Library: without that cycle a replaced library's functions go
+    # as soon as it does, and their C-entry slots with them)
+    __slots__ = ("name", "callback", "description", "flags", "slot", "no_writes",
                  "__weakref__")
 
-    def __init__(self, name: bytes, library: Library, callback: Any,
-                 description: bytes | None, flags: frozenset[str], slot: int = 0) -> None:
+    def __init__(self, name: bytes, callback: Any, description: bytes | None,
+                 flags: frozenset[str], slot: int = 0) -> None:
         self.name = name
-        self.library = library
         self.callback = callback
         self.description = description
         self.flags = flags
@@ -299,10 +300,16 @@ class FunctionStore:
                               for j in range(1, len(flags_table) + 1))
             callback = entry[b"callback"]
             slot = engine.function_slot(callback)
-            fn = lib.functions[fname] = Function(fname, lib, callback, entry[b"description"],
+            fn = lib.functions[fname] = Function(fname, callback, entry[b"description"],
                                                  flags, slot)
             if slot:
                 weakref.finalize(fn, engine.release_slot, slot)
+        # ``readonly`` in the prelude maps the body's ``redis`` proxy to a table that holds
+        # ``register``, and so ``registered`` and the callbacks: a callback that reaches the
+        # proxy (an upvalue, its environment) would make that weak-keyed entry a cycle Lua
+        # 5.1 never collects, and each FUNCTION LOAD REPLACE would leak its library
+        for i in range(len(registered), 0, -1):
+            registered[i] = None
         if not lib.functions:
             raise FunctionError("No functions registered")
         return lib

@@ -156,7 +156,9 @@ local function guarded_setmetatable(...)
     return real_setmetatable(t, mt)
 end
 
-local metatables = {}  -- what getmetatable shows for proxies and strings (filled below)
+-- what getmetatable shows for proxies and strings (filled below); weak-keyed, so that a
+-- replaced library's environment (FUNCTION LOAD REPLACE) is collected with it
+local metatables = real_setmetatable({}, {__mode = "k"})
 local function guarded_getmetatable(...)
     if select("#", ...) == 0 then argerror(1, "value expected", "getmetatable") end
     local v = ...
@@ -663,6 +665,9 @@ end
 -- While a library body runs, its globals hold nothing but a reduced ``redis`` table (as in
 -- Redis: no string/math/error… at load time); once loaded, the functions it registered
 -- see FCALL's environment (no KEYS/ARGV: functions get them as arguments).
+-- the reduced ``redis`` of the library body that is running (false between loads): held
+-- here, not by the library's environment, so that nothing a library keeps after its load
+-- reaches it (see load_library)
 local loading = false
 local fn_hidden  -- FCALL's globals (filled below)
 
@@ -677,7 +682,7 @@ local function load_library(body, register, timed_out)
     }, {__index = missing_global}))
     local load_env = protect({}, function(_, k)
         if loading then
-            if k == "redis" then return load_redis end
+            if k == "redis" then return loading end
         else
             local v = rawget(fn_hidden, k)
             if v ~= nil then return v end
@@ -693,7 +698,7 @@ local function load_library(body, register, timed_out)
             error({err = "ERR FUNCTION LOAD timeout"})
         end
     end
-    loading = true
+    loading = load_redis
     sethook(load_hook, "", 100000)
     local ok, res = xpcall(fn, error_handler)
     sethook()
