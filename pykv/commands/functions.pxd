@@ -3,7 +3,7 @@
 # Engine.run is a C call.
 cimport cython
 
-from pykv.scripting.engine cimport Engine, RunContext
+from pykv.scripting.engine cimport Engine, RunContext, engine_of, new_context
 from pykv.server._core cimport ClientCore, ServerCore
 
 

@@ -16,7 +16,7 @@ from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
 from pykv.commands.script_cluster import cluster_refusal, script_done
 from pykv.protocol import OK, ErrorReply, RespSet, SimpleString
-from pykv.scripting.engine import RunContext, get_engine
+from pykv.scripting.engine import engine_of, new_context
 from pykv.scripting.functions import FunctionError, Library, get_store
 from pykv.storage.rdb.objects import verify_payload
 from pykv.util.glob import stringmatch
@@ -69,9 +69,10 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     server = c.server
     if server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
         server.feed_monitors(c, argv)
-    store = getattr(server, "functions", None)  # (a call less than get_store, per call)
+    engine = engine_of(server)
+    store = engine.function_store  # (a C field, not an attribute lookup on the server)
     if store is None:
-        store = get_store(server)
+        store = engine.function_store = get_store(server)
     functions = store.live.functions  # (by lower-cased name: most calls spell it so)
     fn = functions.get(argv[1])
     if fn is None:
@@ -98,7 +99,7 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     if numkeys < 0:
         return NEGATIVE_KEYS
     # (argv[0] lower-cased: the command is FCALL or FCALL_RO)
-    ctx = RunContext(c, fn.name, no_writes, True, b"fcall_ro" if read_only_cmd else b"fcall")
+    ctx = new_context(c, fn.name, no_writes, True, b"fcall_ro" if read_only_cmd else b"fcall")
     clustered = server.cluster is not None
     if clustered:  # the first of scriptPrepareForRun's checks
         err = cluster_refusal(c, ctx, "no-cluster" in fn.flags,
@@ -107,9 +108,6 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
             return err
     if read_only_cmd and not no_writes:
         return WRITE_FLAG_WITH_RO
-    engine = getattr(server, "scripting", None)  # (a call less than get_engine)
-    if engine is None:
-        engine = get_engine(server)
     ctx.argv = argv  # FUNCTION STATS shows the running command line
     reply = engine.run(ctx, fn, numkeys, argv[3:], True)
     if clustered:

@@ -3,7 +3,7 @@
 # the script cache lookup and Engine.run are C calls.
 cimport cython
 
-from pykv.scripting.engine cimport Engine, RunContext
+from pykv.scripting.engine cimport Engine, RunContext, engine_of, new_context
 from pykv.server._core cimport ClientCore, ServerCore
 
 

@@ -13,7 +13,7 @@ from pykv.commands.args import parse_int
 from pykv.commands.registry import command
 from pykv.commands.script_cluster import cluster_refusal, script_done
 from pykv.protocol import OK, ErrorReply, SimpleString
-from pykv.scripting.engine import RunContext, get_engine
+from pykv.scripting.engine import engine_of, get_engine, new_context
 
 NOTBUSY = ErrorReply(b"NOTBUSY No scripts in execution right now.")
 UNKILLABLE = ErrorReply(
@@ -69,9 +69,7 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
     server = c.server
     if server.monitors:  # before its own commands, as Redis (the table says skip_monitor)
         server.feed_monitors(c, argv)
-    engine = getattr(server, "scripting", None)  # (a call less than get_engine, per script)
-    if engine is None:
-        engine = get_engine(server)
+    engine = engine_of(server)
     raw = argv[2]
     if len(raw) == 1 and 48 <= raw[0] <= 57 and raw[0] - 48 <= len(argv) - 3:
         numkeys = raw[0] - 48  # the usual single digit: no call
@@ -97,7 +95,7 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         err = _replica_refusal(server, entry[0])
         if err is not None:
             return err
-    ctx = RunContext(c, sha, read_only or entry[2], False, name)
+    ctx = new_context(c, sha, read_only or entry[2], False, name)
     if server.cluster is not None:
         shebang = parse_shebang(entry[0])  # None: no flags, any slot (EVAL before 7.0)
         flags = shebang[0] if shebang is not None else _CROSS_SLOT_ONLY

@@ -21,6 +21,9 @@ cdef class Engine:
     cdef public object client, ctx, _poller, _saved_signals, libraries
     cdef public object _c_binding, _c_scripts, _c_run, _c_functions, _c_run_function
     cdef public list _slots_free
+    cdef object _last_name
+    cdef object _last_cmd
+    cdef public object function_store
     cdef public Py_ssize_t _slots_used
 
     # redis.call's path: C calls between its steps (each Python call level showed in
@@ -32,3 +35,12 @@ cdef class Engine:
     @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore, cmd=CommandCore)
     cpdef tuple _run_command(self, RunContext ctx, list argv)
     cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly
+
+
+cdef void _init_context(RunContext ctx, object caller, object name, bint read_only,
+                        bint is_function, object command)
+@cython.locals(ctx=RunContext)
+cpdef RunContext new_context(object caller, object name, bint read_only, bint is_function,
+                             object command)
+@cython.locals(engine=Engine)
+cpdef Engine engine_of(object server)

@@ -106,30 +106,44 @@ class RunContext:
 
     def __init__(self, caller: Client, name: bytes, read_only: bool, is_function: bool,
                  command: bytes) -> None:
-        self.caller = caller
-        self.name = name  # sha (EVAL) or function name (FCALL)
-        self.command = command
-        self.read_only = read_only
-        self.is_function = is_function
-        self.lua_resp = 2
-        self.wrote = False
-        self.killed = False
-        self.start = monotonic()
-        self.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
-        self.argv = None  # FCALL's command line, for FUNCTION STATS
-        self.drop_reply = False  # the server goes down after it: no reply, close the caller
-        # cluster mode: the one slot its keys must hash to (-1: not known yet, SLOT_ANY: no
-        # such rule, as with allow-cross-slot-keys or an EVAL without a shebang)
-        self.slot = SLOT_ANY
-        # past busy-reply-threshold it serves other clients (Engine.run: its caller has a
-        # connection)
-        self.may_yield = False
+        _init_context(self, caller, name, read_only, is_function, command)
 
     def abort_for_shutdown(self) -> None:
         """SHUTDOWN NOSAVE while this script is busy: end it at its next hook; its caller
         gets no reply (Redis exits there and then)."""
         self.killed = True
         self.drop_reply = True
+
+
+def _init_context(ctx: RunContext, caller: Client, name: bytes, read_only: bool,
+                  is_function: bool, command: bytes) -> None:
+    ctx.caller = caller
+    ctx.name = name  # sha (EVAL) or function name (FCALL)
+    ctx.command = command
+    ctx.read_only = read_only
+    ctx.is_function = is_function
+    ctx.lua_resp = 2
+    ctx.wrote = False
+    ctx.killed = False
+    ctx.start = monotonic()
+    ctx.busy_error = BUSY_FUNCTION if is_function else BUSY_EVAL
+    ctx.argv = None  # FCALL's command line, for FUNCTION STATS
+    ctx.drop_reply = False  # the server goes down after it: no reply, close the caller
+    # cluster mode: the one slot its keys must hash to (-1: not known yet, SLOT_ANY: no
+    # such rule, as with allow-cross-slot-keys or an EVAL without a shebang)
+    ctx.slot = SLOT_ANY
+    # past busy-reply-threshold it serves other clients (Engine.run: its caller has a
+    # connection)
+    ctx.may_yield = False
+
+
+def new_context(caller: Client, name: bytes, read_only: bool, is_function: bool,
+                command: bytes) -> RunContext:
+    """``RunContext(caller, name, read_only, is_function, command)``; compiled, a C call
+    without the constructor's Python call and argument parsing (one per EVALSHA/FCALL)."""
+    ctx = RunContext.__new__(RunContext)
+    _init_context(ctx, caller, name, read_only, is_function, command)
+    return ctx
 
 
 class CommandError(Exception):
@@ -213,6 +227,11 @@ class Engine:
         self._api_resp_to_lua = self.api.resp_to_lua
         self.scripts: dict[bytes, tuple[bytes, Any, bool]] = {}
         self._commands: dict[bytes, Any] = {}  # redis.call's command names as written
+        # the last name redis.call looked up there and its command: a script's calls mostly
+        # repeat one spelling, and comparing bytes costs less than hashing a new object
+        self._last_name: bytes | None = None
+        self._last_cmd: Any = None
+        self.function_store: Any = None  # the server's FunctionStore, once FCALL asked
         self.client = ScriptClient(server)
         self.ctx: RunContext | None = None   # the running script, if any
         self._poller: BusyPoller | None = None
@@ -483,11 +502,17 @@ class Engine:
             raise RuntimeError("no script is running")
         server = self.server
         name = argv[0]
-        cmd = self._commands.get(name)  # the name as written (one cache entry per spelling)
-        if cmd is None:
-            cmd = server.commands.get(name.lower())
-            if cmd is not None and len(self._commands) < 1024:
-                self._commands[name] = cmd
+        if name == self._last_name:
+            cmd = self._last_cmd
+        else:
+            cmd = self._commands.get(name)  # the name as written (an entry per spelling)
+            if cmd is None:
+                cmd = server.commands.get(name.lower())
+                if cmd is not None and len(self._commands) < 1024:
+                    self._commands[name] = cmd
+            if cmd is not None:
+                self._last_name = name
+                self._last_cmd = cmd
         if cmd is not None and cmd.subcommands:
             if len(argv) >= 2:
                 cmd = cmd.subcommands.get(argv[1].lower())
@@ -595,5 +620,19 @@ def get_engine(server: Server) -> Engine:
     engine = getattr(server, "scripting", None)
     if engine is None:
         engine = server.scripting = Engine(server)
+    return engine
+
+
+_last_engine: Engine | None = None
+
+
+def engine_of(server: Server) -> Engine:
+    """``get_engine(server)``; compiled, the last server's engine comes without an
+    attribute lookup on the server (EVALSHA and FCALL want it on every call)."""
+    global _last_engine
+    engine = _last_engine
+    if engine is not None and engine.server is server:
+        return engine
+    engine = _last_engine = get_engine(server)
     return engine
 
