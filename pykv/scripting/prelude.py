@@ -680,7 +680,11 @@ local function load_library(body, register, timed_out)
         LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
         REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
     }, {__index = missing_global}))
-    local load_env = protect({}, function(_, k)
+    -- (protect's proxy, its metatable kept: once the library is loaded, its __index is
+    -- FCALL's globals themselves, whose own __index raises the missing-global error at the
+    -- same level, so that a global a function reads is no Lua call per access)
+    local load_mt = {__newindex = ro_error, __metatable = false}
+    load_mt.__index = function(_, k)
         if loading then
             if k == "redis" then return loading end
         else
@@ -689,7 +693,9 @@ local function load_library(body, register, timed_out)
         end
         error("Script attempted to access nonexistent global variable '"
               .. tostring(k) .. "'", 2)
-    end)
+    end
+    local load_env = real_setmetatable({}, load_mt)
+    readonly[load_env] = {}
     metatables[load_env] = env_mt
     setfenv_(fn, load_env)
     local function load_hook()
@@ -707,6 +713,7 @@ local function load_library(body, register, timed_out)
         local _, msg = failure(res)
         return false, msg
     end
+    load_mt.__index = fn_hidden
     return true, nil
 end
 
