@@ -3,10 +3,11 @@
 # Engine.run is a C call.
 cimport cython
 
-from pykv.scripting.engine cimport Engine, RunContext, engine_of, new_context
+from pykv.scripting.engine cimport Engine, FunctionCore, RunContext, engine_of, new_context
 from pykv.server._core cimport ClientCore, ServerCore
 
 
 @cython.locals(server=ServerCore, engine=Engine, ctx=RunContext, numkeys=Py_ssize_t,
-               raw=bytes, no_writes=bint, clustered=bint, functions=dict)
+               raw=bytes, no_writes=bint, clustered=bint, functions=dict,
+               fn=FunctionCore)
 cpdef _fcall(ClientCore c, list argv, bint read_only_cmd)

@@ -42,7 +42,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
-from pykv.protocol.types import RawReply, SimpleString
+from pykv.protocol.types import OK, RawReply, SimpleString
 
 from pykv.scripting.engine cimport Engine, RunContext, reply_to_lua
 
@@ -234,6 +234,7 @@ cdef class _Binding:
 
 cdef _Binding _pending = None  # the binding luaopen_pykv_luacall hands to its closures
 cdef object _SimpleString = SimpleString
+cdef object _OK = OK
 cdef object _RawReply = RawReply
 
 
@@ -656,8 +657,8 @@ cdef int _call_with_gil(lua_State *L, bint protected) noexcept with gil:
             if vtype is bytes:  # (the usual replies without reply_to_lua's tuple)
                 _push_bytes(L, value)
                 return DONE
-            if vtype is _SimpleString:
-                _push_status(L, value.data)
+            if vtype is _SimpleString:  # (+OK, the usual one, without reading .data)
+                _push_status(L, b"OK" if value is _OK else value.data)
                 return DONE
             if vtype is list and _push_flat_array(L, value):
                 return DONE

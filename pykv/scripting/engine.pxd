@@ -15,6 +15,12 @@ cdef class RunContext:
     cdef public double start
 
 
+cdef class FunctionCore:
+    cdef public object name, flags
+    cdef public Py_ssize_t slot
+    cdef public bint no_writes
+
+
 cdef class Engine:
     cdef public object server, lua, api, _api_run, _api_run_callback, _api_resp_to_lua
     cdef public dict scripts, _commands
@@ -24,15 +30,19 @@ cdef class Engine:
     cdef object _last_name
     cdef object _last_cmd
     cdef public object function_store
+    cdef object _user_of
+    cdef list _captured
     cdef public Py_ssize_t _slots_used
 
     # redis.call's path: C calls between its steps (each Python call level showed in
     # EVALSHA's cost)
     cpdef tuple _lua_call(self, tuple args)
-    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore)
+    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore,
+                   function=FunctionCore, slot=Py_ssize_t)
     cpdef run(self, RunContext ctx, fn, Py_ssize_t nkeys, list params, bint as_callback=*)
     cpdef tuple _execute(self, RunContext ctx, list argv)
-    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore, cmd=CommandCore)
+    @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore, cmd=CommandCore,
+                   captured=list)
     cpdef tuple _run_command(self, RunContext ctx, list argv)
     cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly
 

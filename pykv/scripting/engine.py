@@ -95,6 +95,14 @@ class ScriptClient(Client):
 
 
 SLOT_ANY = -2
+_NO_USER = object()  # (Engine._user_of before any run: no ACL user, not even None)
+
+
+class FunctionCore:
+    """What FCALL reads of a registered function on every call (``pykv.scripting.functions``'
+    Function adds the rest); compiled, C fields (engine.pxd) instead of attribute lookups."""
+
+    __slots__ = ("name", "flags", "slot", "no_writes")
 
 
 class RunContext:
@@ -232,7 +240,9 @@ class Engine:
         self._last_name: bytes | None = None
         self._last_cmd: Any = None
         self.function_store: Any = None  # the server's FunctionStore, once FCALL asked
+        self._user_of: Any = _NO_USER  # the ACL user whose name self.client.user holds
         self.client = ScriptClient(server)
+        self._captured = self.client.captured  # (cleared in place, never replaced)
         self.ctx: RunContext | None = None   # the running script, if any
         self._poller: BusyPoller | None = None
         self._saved_signals: dict[int, Any] | None = None  # handlers replaced while busy
@@ -300,9 +310,12 @@ class Engine:
         db_index = caller.db_index
         if client.db_index != db_index:
             client.select(db_index)
-        user = caller.user
-        if client.user is not user:
-            client.user = user
+        # commands run as the caller's user: its name, copied when the caller's ACL user
+        # (a C field; pykv.commands.acl.login sets both) differs from the last caller's
+        acl_user = caller.acl_user
+        if acl_user is not self._user_of:
+            client.user = caller.user
+            self._user_of = acl_user
         ctx.may_yield = caller.conn is not None
         self.ctx = ctx
         # several writes reach the AOF and the replicas inside MULTI ... EXEC, as in Redis;
@@ -312,7 +325,8 @@ class Engine:
         marks = server.begin_effects(db_index) if sinks else None
         try:
             if as_callback:  # (fn: a pykv.scripting.functions.Function)
-                slot = fn.slot
+                function = fn
+                slot = function.slot
                 if slot:
                     result = self._c_run_function(self._c_binding, slot, caller.resp, nkeys,
                                                   params)
@@ -551,12 +565,12 @@ class Engine:
         # (ClientCore.call hands a REPLY_CAPTURE client the handler's reply as its result;
         # only what handlers add themselves is captured)
         reply = client.call(cmd, argv)
+        captured = self._captured
         if reply is NO_REPLY:
-            captured = client.captured
             reply = captured[0] if captured else None
-            client.captured = []
-        elif client.captured:  # a handler that added a reply of its own and returned one
-            client.captured = []
+            captured.clear()
+        elif captured:  # a handler that added a reply of its own and returned one
+            captured.clear()
         return TAG_REPLY, reply
 
     def _refuse(self, cmd: Any, text: bytes) -> tuple[int, bytes]:

@@ -25,6 +25,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from pykv.protocol import split_args
+from pykv.scripting.engine import FunctionCore
 from pykv.storage.rdb import encoding as enc
 from pykv.storage.rdb._codec import crc64
 from pykv.storage.rdb.encoding import RdbFormatError, RdbReader, RdbWriter
@@ -135,13 +136,13 @@ class FunctionError(Exception):
     """A library could not be created or joined; ``args[0]`` is Redis's text (no ERR)."""
 
 
-class Function:
-    """One registered function: its Lua callback and what FUNCTION LIST shows."""
+class Function(FunctionCore):
+    """One registered function: its Lua callback and what FUNCTION LIST shows (name,
+    flags, C-entry slot and no_writes are FunctionCore's, C fields for FCALL)."""
 
     # (no link back to its Library: without that cycle a replaced library's functions go
     # as soon as it does, and their C-entry slots with them)
-    __slots__ = ("name", "callback", "description", "flags", "slot", "no_writes",
-                 "__weakref__")
+    __slots__ = ("callback", "description", "__weakref__")
 
     def __init__(self, name: bytes, callback: Any, description: bytes | None,
                  flags: frozenset[str], slot: int = 0) -> None:
