@@ -42,7 +42,7 @@ cdef class Engine:
     cpdef run(self, RunContext ctx, fn, Py_ssize_t nkeys, list params, bint as_callback=*)
     cpdef tuple _execute(self, RunContext ctx, list argv)
     @cython.locals(caller=ClientCore, client=ClientCore, server=ServerCore, cmd=CommandCore,
-                   captured=list)
+                   captured=list, cached=bint)
     cpdef tuple _run_command(self, RunContext ctx, list argv)
     cdef object __weakref__  # pykv.scripting._luacall's closures refer to it weakly
 

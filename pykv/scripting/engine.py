@@ -516,7 +516,10 @@ class Engine:
             raise RuntimeError("no script is running")
         server = self.server
         name = argv[0]
-        if name == self._last_name:
+        # (kept as the last one only without subcommands and noscript, so that a repeated
+        # name also skips the noscript check, a Python attribute of the command)
+        cached = name == self._last_name
+        if cached:
             cmd = self._last_cmd
         else:
             cmd = self._commands.get(name)  # the name as written (an entry per spelling)
@@ -524,7 +527,8 @@ class Engine:
                 cmd = server.commands.get(name.lower())
                 if cmd is not None and len(self._commands) < 1024:
                     self._commands[name] = cmd
-            if cmd is not None:
+            if (cmd is not None and not cmd.subcommands and cmd.handler is not None
+                    and not cmd.noscript):
                 self._last_name = name
                 self._last_cmd = cmd
         if cmd is not None and cmd.subcommands:
@@ -537,7 +541,7 @@ class Engine:
         arity = cmd.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
             return self._refuse(cmd, _ERR_ARITY)
-        if cmd.noscript and not self.client.server.script_disable_deny_script:
+        if not cached and cmd.noscript and not self.client.server.script_disable_deny_script:
             return self._refuse(cmd, _ERR_NOSCRIPT)
         caller = ctx.caller  # commands run as the caller's ACL user (pykv.acl)
         if caller is not None and caller.acl_restricted:
