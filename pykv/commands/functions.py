@@ -70,10 +70,9 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     if server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
         server.feed_monitors(c, argv)
     engine = engine_of(server)
-    store = engine.function_store  # (a C field, not an attribute lookup on the server)
-    if store is None:
-        store = engine.function_store = get_store(server)
-    functions = store.live.functions  # (by lower-cased name: most calls spell it so)
+    functions = engine.function_table  # (by lower-cased name: most calls spell it so)
+    if functions is None:  # (a C field, kept current by the store: no attribute lookups)
+        functions = engine.function_table = get_store(server).live.functions
     fn = functions.get(argv[1])
     if fn is None:
         fn = functions.get(argv[1].lower())

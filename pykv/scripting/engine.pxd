@@ -29,7 +29,7 @@ cdef class Engine:
     cdef public list _slots_free
     cdef object _last_name
     cdef object _last_cmd
-    cdef public object function_store
+    cdef public dict function_table
     cdef object _user_of
     cdef list _captured
     cdef public Py_ssize_t _slots_used

@@ -239,7 +239,9 @@ class Engine:
         # repeat one spelling, and comparing bytes costs less than hashing a new object
         self._last_name: bytes | None = None
         self._last_cmd: Any = None
-        self.function_store: Any = None  # the server's FunctionStore, once FCALL asked
+        # the live functions by lower-cased name, once FCALL asked (the FunctionStore keeps
+        # it current when its set of libraries is replaced)
+        self.function_table: dict[bytes, Any] | None = None
         self._user_of: Any = _NO_USER  # the ACL user whose name self.client.user holds
         self.client = ScriptClient(server)
         self._captured = self.client.captured  # (cleared in place, never replaced)

@@ -236,6 +236,18 @@ class FunctionStore:
         self.live = LibrarySet()
         self._register_factory: Any = None
 
+    @property
+    def live(self) -> LibrarySet:
+        """The libraries in use (FLUSH and RESTORE FLUSH replace the set)."""
+        return self._live
+
+    @live.setter
+    def live(self, libraries: LibrarySet) -> None:
+        self._live = libraries
+        engine = getattr(self.server, "scripting", None)
+        if engine is not None:  # FCALL reads the engine's copy (else it takes it from here)
+            engine.function_table = libraries.functions
+
     # -- creating libraries ------------------------------------------------------------
     def create(self, code: bytes, replace: bool, target: LibrarySet | None = None,
                timeout: float | None = None) -> bytes:
