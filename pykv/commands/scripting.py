@@ -77,12 +77,18 @@ def _eval(c, argv: list[bytes], by_sha: bool, read_only: bool, name: bytes):
         numkeys = numkeys_arg(argv, 2)
     if by_sha:
         sha = argv[1]
-        entry = engine.scripts.get(sha)
-        if entry is None:
-            sha = sha.lower()
+        if sha == engine.last_sha:  # (comparing 40 bytes costs less than hashing a new object)
+            sha, entry = engine.last_script
+        else:
+            written = sha
             entry = engine.scripts.get(sha)
             if entry is None:
-                return errors.NOSCRIPT
+                sha = sha.lower()
+                entry = engine.scripts.get(sha)
+                if entry is None:
+                    return errors.NOSCRIPT
+            engine.last_sha = written
+            engine.last_script = (sha, entry)
     else:
         body = argv[1]
         shebang = parse_shebang(body)

@@ -30,6 +30,8 @@ cdef class Engine:
     cdef object _last_name
     cdef object _last_cmd
     cdef public dict function_table
+    cdef public object last_sha
+    cdef public tuple last_script
     cdef object _user_of
     cdef list _captured
     cdef public Py_ssize_t _slots_used

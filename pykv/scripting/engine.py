@@ -234,6 +234,9 @@ class Engine:
         self._api_run_callback = self.api.run_callback
         self._api_resp_to_lua = self.api.resp_to_lua
         self.scripts: dict[bytes, tuple[bytes, Any, bool]] = {}
+        # the sha EVALSHA last found, as written, and (its lower-cased sha, its entry)
+        self.last_sha: bytes | None = None
+        self.last_script: tuple[bytes, tuple[bytes, Any, bool]] | None = None
         self._commands: dict[bytes, Any] = {}  # redis.call's command names as written
         # the last name redis.call looked up there and its command: a script's calls mostly
         # repeat one spelling, and comparing bytes costs less than hashing a new object
@@ -270,6 +273,7 @@ class Engine:
 
     def flush_scripts(self) -> None:
         self.scripts.clear()
+        self.last_sha = self.last_script = None
         if self._c_binding is not None:
             self.lua.eval("function(t) for k in pairs(t) do t[k] = nil end end")(
                 self._c_scripts)
