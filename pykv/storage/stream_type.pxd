@@ -44,7 +44,7 @@ cdef class Node:
 
     cpdef Py_ssize_t lp_bytes(self)
     @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
-                   fields=tuple, same=bint, id_part=cython.ulonglong,
+                   fields=tuple, same=bint, shared=list, id_part=cython.ulonglong,
                    master_part=cython.ulonglong, delta=cython.ulonglong)
     cpdef append(self, sid, tuple flat, int flags=*)
 

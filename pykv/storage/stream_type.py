@@ -151,6 +151,12 @@ class Node:
                         same = False
                         break
             flags = FLAG_SAMEFIELDS if same else 0
+            if same and nfields and flat[0] is not fields[0]:
+                # the master's field-name objects kept instead of this entry's own copies
+                shared = list(flat)
+                for i in range(nfields):
+                    shared[2 * i] = fields[i]
+                flat = tuple(shared)
         size = lp_int_size(flags)
         master = self.master
         # typed unsigned in stream_type.pxd: a delta below the master wraps to a huge value
