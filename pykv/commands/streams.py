@@ -425,14 +425,16 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
     key = argv[1]
     db = c.db
     server = c.server
-    s = db.get(key)
-    if s is None:
+    value = db.get(key)
+    if value is None:
         if nomkstream:
             return None
         s = StreamValue()
         db.set(key, s)
-    elif type(s) is not StreamValue:
+    elif type(value) is not StreamValue:
         raise WRONGTYPE
+    else:
+        s = value  # typed in streams.pxd: its fields are C slots from here on
     last = s.last_id
     last_ms = last[0]
     last_seq = last[1]

@@ -26,7 +26,6 @@ import cython
 
 from pykv.protocol._parser import string2ll
 from pykv.storage.rdb._rio import backlen_size
-from pykv.storage.values import Value
 
 U64 = (1 << 64) - 1
 MAX_ID = (U64, U64)
@@ -454,8 +453,13 @@ def pel_deliver(group: Group, consumer: Consumer, sid: StreamID, now: int) -> Na
     return nack
 
 
-class StreamValue(Value):
-    """A stream: nodes of entries plus the metadata Redis 7.0 keeps."""
+class StreamValue:
+    """A stream: nodes of entries plus the metadata Redis 7.0 keeps.
+
+    It answers the ``pykv.storage.values.Value`` protocol without subclassing it: compiled,
+    it is an extension type (stream_type.pxd) whose fields XADD reads and writes as C
+    slots, and an extension type cannot derive from a Python class.
+    """
 
     __slots__ = ("nodes", "masters", "length", "last_id", "first_id", "max_deleted",
                  "entries_added", "groups")
