@@ -6,8 +6,8 @@ cimport cython
 
 from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
-from pykv.storage.stream_type cimport (format_id, id_above, pel_deliver, range_forward,
-                                        stream_append)
+from pykv.storage.stream_type cimport (StreamValue, format_id, id_above, pel_deliver,
+                                        range_forward, stream_append)
 
 cdef extern from *:
     """
@@ -28,7 +28,7 @@ cpdef long long _mstime()
                nfields=Py_ssize_t, total=Py_ssize_t, id_given=bint, seq_given=bint,
                nomkstream=bint, trimming=bint, last_ms=cython.ulonglong,
                last_seq=cython.ulonglong, ms=cython.ulonglong, last=tuple, sid=tuple,
-               fields=tuple)
+               fields=tuple, s=StreamValue)
 cdef _xadd(ClientCore c, list argv)
 
 cdef list _entry(tuple sid, flat)

@@ -425,14 +425,16 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
     key = argv[1]
     db = c.db
     server = c.server
-    s = db.get(key)
-    if s is None:
+    value = db.get(key)
+    if value is None:
         if nomkstream:
             return None
         s = StreamValue()
         db.set(key, s)
-    elif type(s) is not StreamValue:
+    elif type(value) is not StreamValue:
         raise WRONGTYPE
+    else:
+        s = value  # typed in streams.pxd: its fields are C slots from here on
     last = s.last_id
     last_ms = last[0]
     last_seq = last[1]
@@ -444,15 +446,15 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
             sid = (ms, 0)
         elif last_seq == U64:
             sid = (last_ms + 1, 0)
-        else:
-            sid = (last_ms, last_seq + 1)
+        else:  # the last ID's ms object shared: one int fewer per entry kept
+            sid = (last[0], last_seq + 1)
     else:
         if seq_given:
             sid = args.id
         elif last_ms == args.id[0]:
             if last_seq == U64:
                 raise TOO_LARGE  # Redis 7.0 reports this case with the ERANGE text
-            sid = (last_ms, last_seq + 1)
+            sid = (last[0], last_seq + 1)
         else:
             sid = args.id
         if sid <= last:

@@ -44,17 +44,23 @@ cdef class Node:
 
     cpdef Py_ssize_t lp_bytes(self)
     @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
-                   fields=tuple, same=bint, id_part=cython.ulonglong,
+                   fields=tuple, same=bint, shared=list, id_part=cython.ulonglong,
                    master_part=cython.ulonglong, delta=cython.ulonglong)
     cpdef append(self, sid, tuple flat, int flags=*)
 
 
+cdef class StreamValue:
+    # C slots: XADD's per-request reads and writes of them were generic attribute lookups
+    cdef public list nodes, masters
+    cdef public object length, last_id, first_id, max_deleted, entries_added, groups
+
+
 @cython.locals(nodes=list, node=Node, total=Py_ssize_t, length=Py_ssize_t)
-cpdef stream_append(s, tuple sid, tuple flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
+cpdef stream_append(StreamValue s, tuple sid, tuple flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
 
 @cython.locals(nodes=list, node=Node, ids=list, flags=list, items=list, i=Py_ssize_t,
                j=Py_ssize_t, bounded=bint)
-cpdef range_forward(s, tuple start, tuple end, Py_ssize_t count, list out)
+cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out)
 
 @cython.locals(a_ms=cython.ulonglong, b_ms=cython.ulonglong, a_seq=cython.ulonglong,
                b_seq=cython.ulonglong)

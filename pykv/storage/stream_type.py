@@ -26,7 +26,6 @@ import cython
 
 from pykv.protocol._parser import string2ll
 from pykv.storage.rdb._rio import backlen_size
-from pykv.storage.values import Value
 
 U64 = (1 << 64) - 1
 MAX_ID = (U64, U64)
@@ -151,6 +150,12 @@ class Node:
                         same = False
                         break
             flags = FLAG_SAMEFIELDS if same else 0
+            if same and nfields and flat[0] is not fields[0]:
+                # the master's field-name objects kept instead of this entry's own copies
+                shared = list(flat)
+                for i in range(nfields):
+                    shared[2 * i] = fields[i]
+                flat = tuple(shared)
         size = lp_int_size(flags)
         master = self.master
         # typed unsigned in stream_type.pxd: a delta below the master wraps to a huge value
@@ -448,8 +453,13 @@ def pel_deliver(group: Group, consumer: Consumer, sid: StreamID, now: int) -> Na
     return nack
 
 
-class StreamValue(Value):
-    """A stream: nodes of entries plus the metadata Redis 7.0 keeps."""
+class StreamValue:
+    """A stream: nodes of entries plus the metadata Redis 7.0 keeps.
+
+    It answers the ``pykv.storage.values.Value`` protocol without subclassing it: compiled,
+    it is an extension type (stream_type.pxd) whose fields XADD reads and writes as C
+    slots, and an extension type cannot derive from a Python class.
+    """
 
     __slots__ = ("nodes", "masters", "length", "last_id", "first_id", "max_deleted",
                  "entries_added", "groups")

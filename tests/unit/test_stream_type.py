@@ -246,3 +246,17 @@ def test_format_id_writes_both_64_bit_parts():
     assert format_id((1700000000123, 42)) == b"1700000000123-42"
     top = (1 << 64) - 1
     assert format_id((top, top)) == b"%d-%d" % (top, top)
+
+
+def test_entries_with_the_master_fields_share_its_name_objects():
+    """An entry whose field names are the master entry's keeps the master's bytes objects
+    (one copy of each name per node, as the listpack's master entry is)."""
+    first, second = b"field", b"".join([b"fie", b"ld"])
+    assert first == second and first is not second
+    s = StreamValue()
+    s.append((1, 0), [first, b"1"], 4096, 100)
+    s.append((1, 1), [second, b"2"], 4096, 100)
+    s.append((1, 2), [b"other", b"3"], 4096, 100)
+    (_, a), (_, b), (_, c) = s.range(MIN_ID, MAX_ID)
+    assert a == (b"field", b"1") and b == (b"field", b"2") and c == (b"other", b"3")
+    assert b[0] is first
