@@ -2,7 +2,7 @@
 
 Strings are stored as ``bytes`` (``bytearray`` once APPEND/SETRANGE/SETBIT changed them in
 place, which Redis reports as the ``raw`` encoding). Every other type is an object that
-subclasses ``Value`` and answers ``type_name`` (what TYPE says), ``encoding(config)`` (what
+subclasses ``Value`` (or, as the compiled ``StreamValue`` must, has its methods) and answers ``type_name`` (what TYPE says), ``encoding(config)`` (what
 OBJECT ENCODING says, from the config thresholds), ``copy()`` (COPY), ``len()`` and
 ``memory_usage()`` (an estimate for INFO/MEMORY USAGE).
 """
