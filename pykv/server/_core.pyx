@@ -32,6 +32,7 @@ from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport append_raw, write_reply
+from pykv.storage.keyspace cimport Clock
 
 log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``call`` sees
@@ -312,7 +313,7 @@ cdef class ClientCore:
         cdef object argv
         # one clock reading per batch: commands of one read see the same "now", as the
         # commands of one event-loop iteration do in Redis for expiry purposes
-        clock = self.server.clock
+        cdef Clock clock = <Clock?>self.server.clock  # (a C call of update, not a method lookup)
         clock.update()
         clock.no_touch = self.no_touch  # CLIENT NO-TOUCH: this client's reads touch nothing
         while not self.closing and self.blocked is None and not self.paused:
