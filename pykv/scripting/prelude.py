@@ -53,11 +53,13 @@ local function ro_error()
     error(RO, 2)
 end
 
+-- a read-only proxy showing ``real`` (or looking keys up in ``mt_index``), and the proxy's
+-- metatable (for a caller that changes its __index later)
 local function protect(real, mt_index)
-    local proxy = real_setmetatable({}, {__index = mt_index or real, __newindex = ro_error,
-                                         __metatable = false})
+    local mt = {__index = mt_index or real, __newindex = ro_error, __metatable = false}
+    local proxy = real_setmetatable({}, mt)
     readonly[proxy] = real
-    return proxy
+    return proxy, mt
 end
 
 -- Python callables: lupa userdata that scripts must see as (C) functions
@@ -680,11 +682,10 @@ local function load_library(body, register, timed_out)
         LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
         REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
     }, {__index = missing_global}))
-    -- (protect's proxy, its metatable kept: once the library is loaded, its __index is
-    -- FCALL's globals themselves, whose own __index raises the missing-global error at the
-    -- same level, so that a global a function reads is no Lua call per access)
-    local load_mt = {__newindex = ro_error, __metatable = false}
-    load_mt.__index = function(_, k)
+    -- (its metatable kept: once the library is loaded, its __index is FCALL's globals
+    -- themselves, whose own __index raises the missing-global error at the same level, so
+    -- that a global a function reads is no Lua call per access)
+    local load_env, load_mt = protect({}, function(_, k)
         if loading then
             if k == "redis" then return loading end
         else
@@ -693,9 +694,7 @@ local function load_library(body, register, timed_out)
         end
         error("Script attempted to access nonexistent global variable '"
               .. tostring(k) .. "'", 2)
-    end
-    local load_env = real_setmetatable({}, load_mt)
-    readonly[load_env] = {}
+    end)
     metatables[load_env] = env_mt
     setfenv_(fn, load_env)
     local function load_hook()

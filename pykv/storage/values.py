@@ -2,9 +2,10 @@
 
 Strings are stored as ``bytes`` (``bytearray`` once APPEND/SETRANGE/SETBIT changed them in
 place, which Redis reports as the ``raw`` encoding). Every other type is an object that
-subclasses ``Value`` (or, as the compiled ``StreamValue`` must, has its methods) and answers ``type_name`` (what TYPE says), ``encoding(config)`` (what
-OBJECT ENCODING says, from the config thresholds), ``copy()`` (COPY), ``len()`` and
-``memory_usage()`` (an estimate for INFO/MEMORY USAGE).
+subclasses ``Value`` (or, as the compiled ``StreamValue`` must, has its methods) and
+answers ``type_name`` (what TYPE says), ``encoding(config)`` (what OBJECT ENCODING says,
+from the config thresholds), ``copy()`` (COPY), ``len()`` and ``memory_usage()`` (an
+estimate for INFO/MEMORY USAGE).
 """
 from __future__ import annotations
 
