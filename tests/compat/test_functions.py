@@ -244,6 +244,22 @@ def test_fcall_after_replace_and_flush(fdiff):
             fdiff("FCALL", "v", "0")
 
 
+
+def test_fcall_after_delete_and_restore(fdiff):
+    """FCALL's table of functions follows DELETE, FLUSH and RESTORE (which replace the
+    set of libraries) as well as LOAD."""
+    fdiff("FUNCTION", "LOAD", lib("gone", "redis.register_function('g', function() return 1 end)"))
+    fdiff("FCALL", "g", "0")
+    payload = _payload(fdiff.real.call("FUNCTION", "DUMP"))
+    fdiff("FUNCTION", "DELETE", "gone")
+    fdiff("FCALL", "g", "0")
+    fdiff("FUNCTION", "RESTORE", payload)
+    fdiff("FCALL", "g", "0")
+    fdiff("FUNCTION", "FLUSH", "ASYNC")
+    fdiff("FCALL", "G", "0")
+    fdiff("FUNCTION", "RESTORE", payload, "FLUSH")
+    fdiff("FCALL", "G", "0")
+
 def test_fcall_resp3(fdiff3):
     fdiff3("FUNCTION", "LOAD", lib("r3", (
         "redis.register_function('m', function(k, a) redis.setresp(3) "

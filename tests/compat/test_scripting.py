@@ -228,6 +228,34 @@ def test_script_cache(diff):
     diff("SCRIPT", "NOSUCH")
 
 
+
+def test_repeated_scripts_and_calls_take_no_stale_shortcut(diff):
+    """EVALSHA remembers the sha it found last and redis.call the command name it ran
+    last: a flushed script, another spelling, a noscript command or a bad arity after a
+    repeated name must still answer as Redis does."""
+    sha = diff("SCRIPT", "LOAD", "return redis.call('get', KEYS[1])")[5:-2].decode()
+    diff("SET", "k", "v")
+    for written in (sha, sha, sha.upper(), sha, sha.upper()):
+        diff("EVALSHA", written, "1", "k")
+    diff("SCRIPT", "FLUSH")
+    diff("EVALSHA", sha, "1", "k")
+    diff("SCRIPT", "LOAD", "return redis.call('get', KEYS[1])")
+    diff("EVALSHA", sha, "1", "k")
+    diff("SCRIPT", "FLUSH", "ASYNC")
+    diff("EVALSHA", sha, "1", "k")
+    diff("EVALSHA", sha.upper(), "1", "k")
+    for body in (
+        "redis.call('set', 'a', '1') redis.call('set', 'a', '2') return redis.call('get', 'a')",
+        "return {redis.pcall('subscribe', 'x'), redis.pcall('subscribe', 'x')}",
+        "redis.call('get', 'a') return redis.pcall('get')",
+        "redis.call('GET', 'a') return {redis.pcall('get', 'a', 'b'), redis.pcall('GET')}",
+        "redis.call('get', 'a') return redis.pcall('multi')",
+        "redis.call('client', 'id') return redis.pcall('client', 'nosuch')",
+    ):
+        diff("EVAL", body, "0")
+        diff("EVAL", body, "0")
+
+
 def test_libraries(diff):
     for script in (
         "return cjson.encode({1,2,{a=1}})", "return cjson.decode('[1,2,{\"a\":1.5}]')[3].a",
