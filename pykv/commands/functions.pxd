@@ -3,7 +3,8 @@
 # Engine.run is a C call.
 cimport cython
 
-from pykv.scripting.engine cimport Engine, FunctionCore, RunContext, engine_of, new_context
+from pykv.scripting.engine cimport (Engine, FunctionCore, RunContext, function_engine_of,
+                                    new_context)
 from pykv.server._core cimport ClientCore, ServerCore
 
 

@@ -2,8 +2,8 @@
 
 Argument parsing and replies live here; libraries themselves (metadata, loading, the
 registry, DUMP payloads) are ``pykv.scripting.functions``, and running a function is the
-scripting engine's ``run`` (the same worker thread, BUSY handling and FUNCTION KILL as
-EVAL). FUNCTION KILL stays with the scripting commands (``pykv.commands.scripting``).
+function engine's ``run`` (the same BUSY handling and FUNCTION KILL as EVAL, in a Lua state
+of its own). FUNCTION KILL stays with the scripting commands (``pykv.commands.scripting``).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pykv.commands.client_cmd import help_reply
 from pykv.commands.registry import command
 from pykv.commands.script_cluster import cluster_refusal, script_done
 from pykv.protocol import OK, ErrorReply, RespSet, SimpleString
-from pykv.scripting.engine import engine_of, new_context
+from pykv.scripting.engine import function_engine_of, new_context
 from pykv.scripting.functions import FunctionError, Library, get_store
 from pykv.storage.rdb.objects import verify_payload
 from pykv.util.glob import stringmatch
@@ -69,7 +69,7 @@ def _fcall(c, argv: list[bytes], read_only_cmd: bool) -> Any:
     server = c.server
     if server.monitors:  # before the function's commands, as Redis (table: skip_monitor)
         server.feed_monitors(c, argv)
-    engine = engine_of(server)
+    engine = function_engine_of(server)
     functions = engine.function_table  # (by lower-cased name: most calls spell it so)
     if functions is None:  # (a C field, kept current by the store: no attribute lookups)
         functions = engine.function_table = get_store(server).live.functions

@@ -238,14 +238,21 @@ def function_kill(c, argv):
 
 # -- INFO memory: the Lua state's own figure ----------------------------------------------------
 def _lua_memory(server) -> dict:
-    """``used_memory_lua`` and friends: what Lua's allocator holds (``collectgarbage``), as
-    Redis reports it. pykv runs EVAL scripts and functions in one Lua state, counted as
-    the EVAL one (``used_memory_vm_functions`` stays 0); none before the first script."""
-    engine = getattr(server, "scripting", None)
-    used = 0 if engine is None else int(engine.lua.eval("collectgarbage('count')") * 1024)
-    return {"used_memory_lua": used, "used_memory_vm_eval": used,
-            "used_memory_lua_human": info.human_bytes(used),
-            "used_memory_vm_total": used, "used_memory_vm_total_human": info.human_bytes(used)}
+    """``used_memory_lua`` and friends: what each Lua state's allocator holds
+    (``collectgarbage``), as Redis reports its two VMs: ``used_memory_lua`` is EVAL's
+    (``used_memory_vm_eval``), ``used_memory_vm_functions`` the function libraries'. A
+    state is made at its first use, so a server that never ran one reports 0 for it."""
+    used_eval = _vm_bytes(getattr(server, "scripting", None))
+    used_functions = _vm_bytes(getattr(server, "function_engine", None))
+    total = used_eval + used_functions
+    return {"used_memory_lua": used_eval, "used_memory_vm_eval": used_eval,
+            "used_memory_lua_human": info.human_bytes(used_eval),
+            "used_memory_vm_functions": used_functions,
+            "used_memory_vm_total": total, "used_memory_vm_total_human": info.human_bytes(total)}
+
+
+def _vm_bytes(engine) -> int:
+    return 0 if engine is None else int(engine.lua.eval("collectgarbage('count')") * 1024)
 
 
 info.add_fields("memory", _lua_memory)

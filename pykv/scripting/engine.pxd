@@ -56,3 +56,5 @@ cpdef RunContext new_context(object caller, object name, bint read_only, bint is
                              object command)
 @cython.locals(engine=Engine)
 cpdef Engine engine_of(object server)
+@cython.locals(engine=Engine)
+cpdef Engine function_engine_of(object server)

@@ -1,4 +1,7 @@
-"""The scripting engine: one Lua 5.1 state (lupa) per server and how scripts run.
+"""The scripting engine: a Lua 5.1 state (lupa) and how scripts run in it.
+
+A server has two engines, as Redis 7.0 has two Lua VMs: one for EVAL scripts
+(``get_engine``) and one for function libraries (``get_function_engine``).
 
 Where scripts run. A script runs on the loop thread, and its ``redis.call``s execute
 directly, so a script costs no thread hand-offs. Until ``busy-reply-threshold`` passes
@@ -300,6 +303,14 @@ class Engine:
         its table entry is cleared by the next ``function_slot``, not from a finaliser,
         which may run while Lua does)."""
         self._slots_free.append(slot)
+
+    def collect(self) -> None:
+        """Drop the callbacks of released function slots and run a full Lua collection
+        (FUNCTION FLUSH: the libraries' memory is given back at once)."""
+        if self._c_binding is not None:
+            for slot in self._slots_free:
+                self._c_functions[slot] = None
+        self.lua.execute("collectgarbage()")
 
     # -- running ---------------------------------------------------------------------
     def run(self, ctx: RunContext, fn: Any, nkeys: int, params: list[bytes],
@@ -641,22 +652,44 @@ def lua_c_calls(engine: Engine, lua: Any) -> tuple[Any, ...] | None:
 
 
 def get_engine(server: Server) -> Engine:
+    """The server's EVAL engine (made at the first script)."""
     engine = getattr(server, "scripting", None)
     if engine is None:
         engine = server.scripting = Engine(server)
     return engine
 
 
+def get_function_engine(server: Server) -> Engine:
+    """The server's function engine: a Lua state of its own, as Redis 7.0 runs function
+    libraries in a second VM (``used_memory_vm_functions``; SCRIPT FLUSH leaves it alone).
+    Made at the first library load or FCALL."""
+    engine = getattr(server, "function_engine", None)
+    if engine is None:
+        engine = server.function_engine = Engine(server)
+    return engine
+
+
 _last_engine: Engine | None = None
+_last_function_engine: Engine | None = None
 
 
 def engine_of(server: Server) -> Engine:
     """``get_engine(server)``; compiled, the last server's engine comes without an
-    attribute lookup on the server (EVALSHA and FCALL want it on every call)."""
+    attribute lookup on the server (EVALSHA wants it on every call)."""
     global _last_engine
     engine = _last_engine
     if engine is not None and engine.server is server:
         return engine
     engine = _last_engine = get_engine(server)
+    return engine
+
+
+def function_engine_of(server: Server) -> Engine:
+    """``get_function_engine(server)``, the last server's without an attribute lookup
+    (FCALL's)."""
+    global _last_function_engine
+    engine = _last_function_engine
+    if engine is None or engine.server is not server:
+        engine = _last_function_engine = get_function_engine(server)
     return engine
 

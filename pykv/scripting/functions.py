@@ -1,7 +1,7 @@
 """Function libraries (Redis 7 functions): parsing, loading, registry, DUMP/RESTORE payloads.
 
 A library is Lua source that starts with a ``#!lua name=<lib>`` shebang. Loading runs its
-body once, in the scripting engine's Lua state, with a reduced ``redis`` table whose
+body once, in the function engine's Lua state (not EVAL's, as in Redis 7.0), with a reduced ``redis`` table whose
 ``register_function`` records each function (name, callback, description, flags); the
 Lua side of that run lives in ``pykv.scripting.prelude`` (``load_library``), the
 ``register_function`` argument checks are the small Lua chunk below. Everything else
@@ -244,7 +244,7 @@ class FunctionStore:
     @live.setter
     def live(self, libraries: LibrarySet) -> None:
         self._live = libraries
-        engine = getattr(self.server, "scripting", None)
+        engine = getattr(self.server, "function_engine", None)
         if engine is not None:  # FCALL reads the engine's copy (else it takes it from here)
             engine.function_table = libraries.functions
 
@@ -284,9 +284,9 @@ class FunctionStore:
 
     def _run_library(self, name: bytes, engine_name: bytes, code: bytes, body: bytes,
                      timeout: float | None) -> Library:
-        from pykv.scripting.engine import get_engine
+        from pykv.scripting.engine import get_function_engine
 
-        engine = get_engine(self.server)
+        engine = get_function_engine(self.server)
         if self._register_factory is None:
             self._register_factory = engine.lua.execute(
                 _REGISTER_LUA, *(f.encode() for f in FUNCTION_FLAGS))
@@ -337,6 +337,9 @@ class FunctionStore:
 
     def flush(self) -> None:
         self.live = LibrarySet()
+        engine = getattr(self.server, "function_engine", None)
+        if engine is not None:  # the flushed libraries' Lua memory goes now, as in Redis
+            engine.collect()
 
     def join(self, incoming: LibrarySet, replace: bool) -> None:
         """Add ``incoming``'s libraries to the live set (Redis's libraryJoin)."""

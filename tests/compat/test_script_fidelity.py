@@ -239,6 +239,42 @@ def test_used_memory_lua_is_the_lua_state(pykv_proc):
         info = c.call("INFO", "memory").decode()
         used = int(re.search(r"used_memory_lua:(\d+)", info).group(1))
         assert f"used_memory_vm_eval:{used}\r\n" in info
-        assert f"used_memory_vm_total:{used}\r\n" in info
+        functions = int(re.search(r"used_memory_vm_functions:(\d+)", info).group(1))
+        assert f"used_memory_vm_total:{used + functions}\r\n" in info
+    finally:
+        c.close()
+
+
+def _vm_memory(c) -> dict[str, int]:
+    info = c.call("INFO", "memory").decode()
+    return {k: int(v) for k, v in re.findall(r"(used_memory_vm_\w+|used_memory_lua):(\d+)",
+                                            info)}
+
+
+def test_function_libraries_have_a_lua_state_of_their_own(pykv_proc):
+    """As Redis 7.0's two VMs: libraries grow ``used_memory_vm_functions``, not EVAL's
+    state, and SCRIPT FLUSH (which empties EVAL's) leaves them alone."""
+    c = RawClient(port=pykv_proc.port)
+    try:
+        c.call("EVAL", "return 1", "0")
+        c.call("FUNCTION", "LOAD", "#!lua name=small\n"
+               "redis.register_function('f', function() return 1 end)")
+        before = _vm_memory(c)
+        assert before["used_memory_vm_functions"] > 0
+        padding = "local t = {} " + "t[#t + 1] = 'pad' " * 2000
+        c.call("FUNCTION", "LOAD", "#!lua name=big\n" + padding
+               + "\nredis.register_function('g', function() return #t end)")
+        after = _vm_memory(c)
+        assert after["used_memory_vm_functions"] > before["used_memory_vm_functions"] + 10000
+        assert after["used_memory_vm_eval"] < before["used_memory_vm_eval"] + 4096
+        assert after["used_memory_lua"] == after["used_memory_vm_eval"]
+        assert after["used_memory_vm_total"] == (after["used_memory_vm_eval"]
+                                                 + after["used_memory_vm_functions"])
+        assert c.call("FCALL", "g", "0") == b":2000\r\n"
+        c.call("SCRIPT", "FLUSH")
+        assert c.call("FCALL", "g", "0") == b":2000\r\n"
+        assert _vm_memory(c)["used_memory_vm_functions"] >= after["used_memory_vm_functions"] - 4096
+        c.call("FUNCTION", "FLUSH")
+        assert _vm_memory(c)["used_memory_vm_functions"] < after["used_memory_vm_functions"] - 10000
     finally:
         c.close()

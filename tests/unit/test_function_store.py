@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 from pykv.assemble import build_server
-from pykv.scripting.engine import get_engine
+from pykv.scripting.engine import get_function_engine
 
 # a body whose function keeps the load-time ``redis`` (an upvalue) as well as its
 # environment: both routes back to the library's registration table
@@ -21,7 +21,7 @@ def lua_kbytes(engine) -> float:
 
 def test_replaced_libraries_are_collected():
     server = build_server()
-    engine = get_engine(server)
+    engine = get_function_engine(server)
     for _ in range(50):  # warm up: the slot table, interned strings
         server.functions.create(LIBRARY, replace=True)
     before = lua_kbytes(engine)

@@ -112,15 +112,17 @@ PATH_SCRIPTS = [
 ]
 
 
-def _scripting(monkeypatch, c_path: bool) -> tuple:
-    """A fresh server's script engine (with or without the Lua C entry) and a caller."""
+def _scripting(monkeypatch, c_path: bool, functions: bool = False) -> tuple:
+    """A fresh server's EVAL (or function) engine, with or without the Lua C entry, and a
+    caller."""
     from pykv.assemble import build_server
     from pykv.scripting import engine as engine_module
     from pykv.server.client import Client
 
     if not c_path:
         monkeypatch.setattr(engine_module, "lua_c_calls", lambda engine, lua: None)
-    engine = engine_module.get_engine(build_server())
+    get = engine_module.get_function_engine if functions else engine_module.get_engine
+    engine = get(build_server())
     assert (engine._c_binding is not None) == c_path
     return engine, Client(engine.server, None, 0)
 
@@ -161,7 +163,7 @@ def _function_replies(monkeypatch, c_path: bool) -> list:
     from pykv.scripting import engine as engine_module
     from pykv.scripting.functions import get_store
 
-    engine, caller = _scripting(monkeypatch, c_path)
+    engine, caller = _scripting(monkeypatch, c_path, functions=True)
     store = get_store(engine.server)
     store.create(FUNCTION_LIBRARY, False)
     out = []
