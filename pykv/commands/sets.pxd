@@ -9,6 +9,9 @@ from pykv.server._core cimport ClientCore, ServerCore
 from pykv.storage.keyspace cimport Database
 
 
+# (a C call of the database's cpdef get: SPOP/SMEMBERS/SISMEMBER... on every call)
+cpdef get_set(Database db, key)
+
 @cython.locals(db=Database, server=ServerCore, added=Py_ssize_t)
 cdef _sadd(ClientCore c, list argv)
 
