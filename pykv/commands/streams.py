@@ -459,7 +459,7 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
             sid = args.id
         if sid <= last:
             raise ID_TOO_SMALL
-    fields = tuple(argv[idpos + 1:])  # stored as it is (see stream_type.Node.items)
+    fields = tuple(argv[idpos + 1:])  # packed into the last node (_stream.StreamNode)
     total = 0
     for item in fields:
         total += len(item)
