@@ -528,7 +528,7 @@ def _xrange(c: Any, argv: list[bytes], rev: bool) -> Any:
         return []
     if count == 0:
         return NULL_ARRAY
-    return [_entry(sid, flat) for sid, flat in s.range(start, end, max(count, 0), rev)]
+    return s.range(start, end, max(count, 0), rev, True)
 
 
 @command("xrange")
@@ -547,12 +547,11 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
     """``streamReplyWithRange`` from ``start`` on, updating the group as Redis does (typed
     in streams.pxd)."""
     entries: list = []
+    if group is None:  # the replies straight from the nodes
+        range_forward(s, start, MAX_ID, count, entries, True)
+        return entries
     range_forward(s, start, MAX_ID, count, entries)
     out = []
-    if group is None:
-        for sid, flat in entries:
-            out.append(_entry(sid, flat))
-        return out
     now = _mstime()
     last_id = group.last_id
     entries_read = group.entries_read

@@ -15,6 +15,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memmove
@@ -280,10 +281,11 @@ cdef class StreamNode:
             off = _prev_offset(self.lp, off)
         return off
 
-    cdef tuple _flat(self, Entry *e):
-        """The entry's field/value tuple (the master's field-name objects for SAMEFIELDS)."""
+    cdef object _values(self, Entry *e, bint as_list):
+        """The entry's field/value tuple or list (the master's field-name objects for
+        SAMEFIELDS)."""
         cdef Py_ssize_t n = e.nfields, i, off = e.body
-        cdef tuple flat = PyTuple_New(2 * n)
+        cdef object seq = PyList_New(2 * n) if as_list else PyTuple_New(2 * n)
         cdef object item
         for i in range(2 * n):
             if e.flags & FLAG_SAMEFIELDS and not i & 1:
@@ -292,13 +294,24 @@ cdef class StreamNode:
                 item = _entry_bytes(self.lp + off)
                 off += _entry_size(self.lp + off)
             Py_INCREF(item)
-            PyTuple_SET_ITEM(flat, i, item)
-        return flat
+            if as_list:
+                PyList_SET_ITEM(<list>seq, i, item)
+            else:
+                PyTuple_SET_ITEM(<tuple>seq, i, item)
+        return seq
+
+    cdef tuple _flat(self, Entry *e):
+        return <tuple>self._values(e, False)
+
+    cdef list _reply(self, Entry *e):
+        """The entry as XRANGE replies it: ``[b"ms-seq", [field, value, ...]]``."""
+        return [pykv_format_id(e.ms, e.seq), self._values(e, True)]
 
     cdef int forward(self, uint64_t sms, uint64_t sseq, bint bounded, uint64_t ems,
-                     uint64_t eseq, Py_ssize_t count, list out) except -1:
-        """Live entries from ``(sms, sseq)`` on appended to ``out`` as ``(id, flat)``; 1 once
-        an entry is past ``(ems, eseq)`` (when ``bounded``) or ``out`` holds ``count``.
+                     uint64_t eseq, Py_ssize_t count, list out, bint reply=False) except -1:
+        """Live entries from ``(sms, sseq)`` on appended to ``out`` as ``(id, flat)`` (as
+        their reply when ``reply``); 1 once an entry is past ``(ems, eseq)`` (when
+        ``bounded``) or ``out`` holds ``count``.
 
         A linear walk, as Redis's, but from where the last one stopped when ``start`` is
         above that point's ID (XREADGROUP's next batch), rather than from the first entry."""
@@ -316,7 +329,7 @@ cdef class StreamNode:
             if bounded and _below(ems, eseq, e.ms, e.seq):
                 return 1
             if not e.flags & FLAG_DELETED:
-                out.append(((e.ms, e.seq), self._flat(&e)))
+                out.append(self._reply(&e) if reply else ((e.ms, e.seq), self._flat(&e)))
                 if count and len(out) >= count:
                     self.hint = off - self.first
                     self.hint_ms = e.ms
@@ -328,14 +341,16 @@ cdef class StreamNode:
             self.hint_seq = e.seq
         return 0
 
-    def range_into(self, tuple start, tuple end, Py_ssize_t count, list out, bint rev=False):
+    def range_into(self, tuple start, tuple end, Py_ssize_t count, list out, bint rev=False,
+                   bint reply=False):
         """Live entries with ``start <= id <= end`` appended to ``out`` (descending when
-        ``rev``); True once the walk is done (past the bound, or ``count`` reached)."""
+        ``rev``, as their replies when ``reply``); True once the walk is done (past the
+        bound, or ``count`` reached)."""
         cdef uint64_t sms = start[0], sseq = start[1], ems = end[0], eseq = end[1]
         cdef Py_ssize_t off = _total(self.lp) - 1
         cdef Entry e
         if not rev:
-            return self.forward(sms, sseq, True, ems, eseq, count, out) == 1
+            return self.forward(sms, sseq, True, ems, eseq, count, out, reply) == 1
         while off > self.first:
             off = self._before(off)
             self._scan(off, &e)
@@ -344,7 +359,7 @@ cdef class StreamNode:
             if _below(e.ms, e.seq, sms, sseq):
                 return True
             if not e.flags & FLAG_DELETED:
-                out.append(((e.ms, e.seq), self._flat(&e)))
+                out.append(self._reply(&e) if reply else ((e.ms, e.seq), self._flat(&e)))
                 if count and len(out) >= count:
                     return True
         return False

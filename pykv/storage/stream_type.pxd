@@ -7,25 +7,7 @@
 # the typed pel_put instead.)
 
 cimport cython
-from pykv.storage._stream cimport StreamNode
-
-cdef extern from *:
-    """
-    /* "ms-seq" of a stream ID, the two unsigned 64-bit parts in decimal */
-    static char *pykv_u64_digits(char *end, unsigned long long v) {
-        do { *--end = (char)('0' + v % 10); v /= 10; } while (v);
-        return end;
-    }
-    static PyObject *pykv_format_id(unsigned long long ms, unsigned long long seq) {
-        char buf[48];
-        char *end = buf + sizeof buf;
-        char *p = pykv_u64_digits(end, seq);
-        *--p = '-';
-        p = pykv_u64_digits(p, ms);
-        return PyBytes_FromStringAndSize(p, end - p);
-    }
-    """
-    bytes pykv_format_id(unsigned long long ms, unsigned long long seq)
+from pykv.storage._stream cimport StreamNode, pykv_format_id
 
 cpdef bytes format_id(tuple sid)
 
@@ -48,7 +30,8 @@ cpdef stream_append(StreamValue s, tuple sid, tuple flat, Py_ssize_t max_bytes, 
 @cython.locals(nodes=list, node=StreamNode, i=Py_ssize_t, bounded=bint,
                sms=cython.ulonglong, sseq=cython.ulonglong, ems=cython.ulonglong,
                eseq=cython.ulonglong)
-cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out)
+cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out,
+                    bint reply=*)
 
 @cython.locals(a_ms=cython.ulonglong, b_ms=cython.ulonglong, a_seq=cython.ulonglong,
                b_seq=cython.ulonglong)

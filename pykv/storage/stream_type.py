@@ -117,8 +117,9 @@ def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_by
 
 
 def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
-                  out: list) -> None:
-    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out`` (typed in
+                  out: list, reply: bool = False) -> None:
+    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out``, or when
+    ``reply`` each entry's reply ``[b"ms-seq", [field, value, ...]]`` (typed in
     stream_type.pxd; XREAD/XREADGROUP call it directly)."""
     nodes = s.nodes
     bounded = end != MAX_ID  # nothing is above the last possible ID: no compare per entry
@@ -132,9 +133,9 @@ def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
         if bounded and node.master > end:
             return
         if cython.compiled:
-            if node.forward(sms, sseq, bounded, ems, eseq, count, out):
+            if node.forward(sms, sseq, bounded, ems, eseq, count, out, reply):
                 return
-        elif node.range_into(start, end, count, out):
+        elif node.range_into(start, end, count, out, False, reply):
             return
 
 
@@ -411,17 +412,18 @@ class StreamValue:
             return None
         return flat
 
-    def range(self, start: StreamID, end: StreamID, count: int = 0,
-              rev: bool = False) -> list[tuple[StreamID, tuple[bytes, ...]]]:
-        """Live entries with start <= id <= end (``count`` 0 means all)."""
-        out: list[tuple[StreamID, tuple[bytes, ...]]] = []
+    def range(self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False,
+              reply: bool = False) -> list:
+        """Live entries with start <= id <= end (``count`` 0 means all), as ``(id, flat)``
+        or, when ``reply``, as XRANGE replies them (``[b"ms-seq", [field, value, ...]]``)."""
+        out: list = []
         if start > end or not self.nodes:
             return out
         if not rev:
-            range_forward(self, start, end, count, out)
+            range_forward(self, start, end, count, out, reply)
         else:
             for i in range(bisect_right(self.masters, end) - 1, -1, -1):
-                if self.nodes[i].range_into(start, end, count, out, True):
+                if self.nodes[i].range_into(start, end, count, out, True, reply):
                     break
         return out
 
