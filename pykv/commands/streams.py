@@ -548,9 +548,9 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
     in streams.pxd)."""
     entries: list = []
     if group is None:  # the replies straight from the nodes
-        range_forward(s, start, MAX_ID, count, entries, True)
+        range_forward(s, start, MAX_ID, count, entries, 1)
         return entries
-    range_forward(s, start, MAX_ID, count, entries)
+    range_forward(s, start, MAX_ID, count, entries, 2)  # (id, reply) pairs
     out = []
     now = _mstime()
     last_id = group.last_id
@@ -558,7 +558,7 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
     # ``s.has_tombstones(sid)`` for each entry: the stream does not change meanwhile
     max_deleted = s.max_deleted
     tombstones = bool(s.length) and max_deleted != MIN_ID and not s.first_id > max_deleted
-    for sid, flat in entries:
+    for sid, entry in entries:
         if id_above(sid, last_id):
             if entries_read != INVALID_ENTRIES_READ and not (tombstones and sid <= max_deleted):
                 entries_read += 1
@@ -571,7 +571,7 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
                 group.last_id = last_id
                 group.entries_read = entries_read
                 effects.append(_claim_effect(key, group, sid, nack))
-        out.append(_entry(sid, flat))
+        out.append(entry)
     group.last_id = last_id
     group.entries_read = entries_read
     if noack and out and effects is not None:

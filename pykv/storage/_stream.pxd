@@ -46,6 +46,7 @@ cdef class StreamNode:
     cdef object _values(self, Entry *e, bint as_list)
     cdef tuple _flat(self, Entry *e)
     cdef list _reply(self, Entry *e)
+    cdef object _item(self, Entry *e, int form)
     cdef int _reserve(self, Py_ssize_t extra) except -1
     cdef int _replace_int(self, Py_ssize_t off, long long value) except -1
     cdef int _set_counts(self, Py_ssize_t live, Py_ssize_t dead) except -1
@@ -54,4 +55,4 @@ cdef class StreamNode:
     cpdef append(self, tuple sid, tuple flat, int flags=*)
     cpdef shrink(self)
     cdef int forward(self, uint64_t sms, uint64_t sseq, bint bounded, uint64_t ems,
-                     uint64_t eseq, Py_ssize_t count, list out, bint reply=*) except -1
+                     uint64_t eseq, Py_ssize_t count, list out, int form=*) except -1

@@ -307,11 +307,20 @@ cdef class StreamNode:
         """The entry as XRANGE replies it: ``[b"ms-seq", [field, value, ...]]``."""
         return [pykv_format_id(e.ms, e.seq), self._values(e, True)]
 
+    cdef object _item(self, Entry *e, int form):
+        """What a range walk hands out for an entry: ``(id, flat)`` (form 0), its reply
+        (1), or ``(id, reply)`` (2: XREADGROUP, which updates the PEL by ID)."""
+        if form == 1:
+            return self._reply(e)
+        if form == 2:
+            return (e.ms, e.seq), self._reply(e)
+        return (e.ms, e.seq), self._flat(e)
+
     cdef int forward(self, uint64_t sms, uint64_t sseq, bint bounded, uint64_t ems,
-                     uint64_t eseq, Py_ssize_t count, list out, bint reply=False) except -1:
-        """Live entries from ``(sms, sseq)`` on appended to ``out`` as ``(id, flat)`` (as
-        their reply when ``reply``); 1 once an entry is past ``(ems, eseq)`` (when
-        ``bounded``) or ``out`` holds ``count``.
+                     uint64_t eseq, Py_ssize_t count, list out, int form=0) except -1:
+        """Live entries from ``(sms, sseq)`` on appended to ``out`` in the ``form`` of
+        ``_item``; 1 once an entry is past ``(ems, eseq)`` (when ``bounded``) or ``out``
+        holds ``count``.
 
         A linear walk, as Redis's, but from where the last one stopped when ``start`` is
         above that point's ID (XREADGROUP's next batch), rather than from the first entry."""
@@ -329,7 +338,7 @@ cdef class StreamNode:
             if bounded and _below(ems, eseq, e.ms, e.seq):
                 return 1
             if not e.flags & FLAG_DELETED:
-                out.append(self._reply(&e) if reply else ((e.ms, e.seq), self._flat(&e)))
+                out.append(self._item(&e, form))
                 if count and len(out) >= count:
                     self.hint = off - self.first
                     self.hint_ms = e.ms
@@ -342,15 +351,15 @@ cdef class StreamNode:
         return 0
 
     def range_into(self, tuple start, tuple end, Py_ssize_t count, list out, bint rev=False,
-                   bint reply=False):
+                   int form=0):
         """Live entries with ``start <= id <= end`` appended to ``out`` (descending when
-        ``rev``, as their replies when ``reply``); True once the walk is done (past the
-        bound, or ``count`` reached)."""
+        ``rev``, in the ``form`` of ``_item``); True once the walk is done (past the bound,
+        or ``count`` reached)."""
         cdef uint64_t sms = start[0], sseq = start[1], ems = end[0], eseq = end[1]
         cdef Py_ssize_t off = _total(self.lp) - 1
         cdef Entry e
         if not rev:
-            return self.forward(sms, sseq, True, ems, eseq, count, out, reply) == 1
+            return self.forward(sms, sseq, True, ems, eseq, count, out, form) == 1
         while off > self.first:
             off = self._before(off)
             self._scan(off, &e)
@@ -359,7 +368,7 @@ cdef class StreamNode:
             if _below(e.ms, e.seq, sms, sseq):
                 return True
             if not e.flags & FLAG_DELETED:
-                out.append(self._reply(&e) if reply else ((e.ms, e.seq), self._flat(&e)))
+                out.append(self._item(&e, form))
                 if count and len(out) >= count:
                     return True
         return False

@@ -31,7 +31,7 @@ cpdef stream_append(StreamValue s, tuple sid, tuple flat, Py_ssize_t max_bytes, 
                sms=cython.ulonglong, sseq=cython.ulonglong, ems=cython.ulonglong,
                eseq=cython.ulonglong)
 cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out,
-                    bint reply=*)
+                    int form=*)
 
 @cython.locals(a_ms=cython.ulonglong, b_ms=cython.ulonglong, a_seq=cython.ulonglong,
                b_seq=cython.ulonglong)

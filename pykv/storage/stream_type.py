@@ -117,10 +117,10 @@ def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_by
 
 
 def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
-                  out: list, reply: bool = False) -> None:
-    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out``, or when
-    ``reply`` each entry's reply ``[b"ms-seq", [field, value, ...]]`` (typed in
-    stream_type.pxd; XREAD/XREADGROUP call it directly)."""
+                  out: list, form: int = 0) -> None:
+    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out``, or with
+    ``form`` 1 each entry's reply ``[b"ms-seq", [field, value, ...]]``, 2 ``(id, reply)``
+    (typed in stream_type.pxd; XREAD/XREADGROUP call it directly)."""
     nodes = s.nodes
     bounded = end != MAX_ID  # nothing is above the last possible ID: no compare per entry
     sms = start[0]
@@ -133,9 +133,9 @@ def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
         if bounded and node.master > end:
             return
         if cython.compiled:
-            if node.forward(sms, sseq, bounded, ems, eseq, count, out, reply):
+            if node.forward(sms, sseq, bounded, ems, eseq, count, out, form):
                 return
-        elif node.range_into(start, end, count, out, False, reply):
+        elif node.range_into(start, end, count, out, False, form):
             return
 
 
