@@ -701,6 +701,7 @@ def _parse_node(key: bytes, blob: bytes) -> StreamNode:
     node = StreamNode(master, fields)  # rebuilt without the dropped entries
     for sid, flat, flags in kept:
         node.append(sid, tuple(flat), flags)
+    node.shrink()
     return node
 
 
@@ -726,6 +727,7 @@ def _drop_tombstones_after(s: StreamValue, last_id: StreamID) -> None:
         for sid, flat, flags in node.entries():
             if sid <= last_id:
                 kept.append(sid, flat, flags)
+        kept.shrink()
         s.nodes[i] = kept
 
 
