@@ -12,7 +12,7 @@ import time
 
 import pytest
 from resp_values import parse
-from support.resp import RawClient
+from support.resp import RawClient, encode_command
 from support.scenario import run_both
 
 
@@ -608,6 +608,26 @@ def test_packed_node_edge_cases_dump_and_reload_alike(small_nodes):
         diff("XADD", key + "2", "9999-1", "f", "1")
         diff("XRANGE", key + "2", "-", "+", "COUNT", "40")
         diff("DUMP", key + "2")
+
+
+def test_a_node_of_more_than_65535_elements_dumps_alike(small_nodes):
+    """The listpack header's element count saturates at 65535 (entry limit and byte limit
+    off: one node of 14000 five-element entries), through XDEL, DUMP and DEBUG RELOAD."""
+    diff = small_nodes
+    for c in (diff.real, diff.ours):
+        c.call("CONFIG", "SET", "rdbcompression", "no")
+        c.call("CONFIG", "SET", "stream-node-max-entries", "0")
+        c.call("CONFIG", "SET", "stream-node-max-bytes", "0")
+    for start in range(0, 14000, 1000):
+        batch = b"".join(encode_command("XADD", "s", f"3-{i}", "f", f"v{i}")
+                         for i in range(start, start + 1000))
+        diff.raw(batch, replies=1000)
+    diff("XDEL", "s", "3-13999", "3-5")
+    diff("XINFO", "STREAM", "s")
+    diff("DUMP", "s")
+    diff("DEBUG", "RELOAD")
+    diff("XREVRANGE", "s", "+", "-", "COUNT", "3")
+    diff("DUMP", "s")
 
 
 def test_type_and_generic_commands(diff):

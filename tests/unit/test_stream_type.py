@@ -128,6 +128,17 @@ def test_master_counts_change_encoding_size_in_place():
     assert node.blob() == _node_listpack(node) and node.dead == 4997
 
 
+def test_a_node_past_65535_elements_saturates_its_header_count():
+    s = StreamValue()
+    for i in range(14000):  # 5 elements an entry
+        s.append((3, i), [b"f", b"v%d" % i], 0, 0)
+    (node,) = s.nodes
+    blob = node.blob()
+    assert blob[4:6] == b"\xff\xff" and blob == _node_listpack(node)
+    assert s.delete((3, 13999)) and node.blob() == _node_listpack(node)
+    assert _roundtrip(s).range((3, 13990), MAX_ID, rev=True)[0] == ((3, 13998), (b"f", b"v13998"))
+
+
 def test_forward_reads_in_batches_see_every_entry():
     """XREADGROUP's batches (a walk resuming where the previous one stopped) against one
     full range, with entries appended and deleted between batches and starts that go back."""
