@@ -30,6 +30,7 @@ PYX_MODULES = [
     "pykv/server/_core.pyx",
     "pykv/storage/_aof_feed.pyx",  # the AOF buffer the dispatcher feeds
     "pykv/storage/_listpack.pyx",  # small hashes/zsets packed in one buffer
+    "pykv/storage/_stream.pyx",  # stream nodes: one listpack buffer each
     "pykv/storage/_scorelist.pyx",  # a big zset's (score, member) order in C blocks
     "pykv/storage/_intset.pyx",  # sets of integers packed as Redis's intset
     "pykv/storage/_keytable.pyx",  # the keyspace's table: key, value, access clock, memory

@@ -459,7 +459,7 @@ def _xadd(c: Any, argv: list[bytes]) -> Any:
             sid = args.id
         if sid <= last:
             raise ID_TOO_SMALL
-    fields = tuple(argv[idpos + 1:])  # stored as it is (see stream_type.Node.items)
+    fields = tuple(argv[idpos + 1:])  # packed into the last node (_stream.StreamNode)
     total = 0
     for item in fields:
         total += len(item)
@@ -528,7 +528,7 @@ def _xrange(c: Any, argv: list[bytes], rev: bool) -> Any:
         return []
     if count == 0:
         return NULL_ARRAY
-    return [_entry(sid, flat) for sid, flat in s.range(start, end, max(count, 0), rev)]
+    return s.range(start, end, max(count, 0), rev, True)
 
 
 @command("xrange")
@@ -547,19 +547,18 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
     """``streamReplyWithRange`` from ``start`` on, updating the group as Redis does (typed
     in streams.pxd)."""
     entries: list = []
-    range_forward(s, start, MAX_ID, count, entries)
+    if group is None:  # the replies straight from the nodes
+        range_forward(s, start, MAX_ID, count, entries, 1)
+        return entries
+    range_forward(s, start, MAX_ID, count, entries, 2)  # (id, reply) pairs
     out = []
-    if group is None:
-        for sid, flat in entries:
-            out.append(_entry(sid, flat))
-        return out
     now = _mstime()
     last_id = group.last_id
     entries_read = group.entries_read
     # ``s.has_tombstones(sid)`` for each entry: the stream does not change meanwhile
     max_deleted = s.max_deleted
     tombstones = bool(s.length) and max_deleted != MIN_ID and not s.first_id > max_deleted
-    for sid, flat in entries:
+    for sid, entry in entries:
         if id_above(sid, last_id):
             if entries_read != INVALID_ENTRIES_READ and not (tombstones and sid <= max_deleted):
                 entries_read += 1
@@ -572,7 +571,7 @@ def _deliver(s: StreamValue, start: StreamID, count: int, group: Group | None,
                 group.last_id = last_id
                 group.entries_read = entries_read
                 effects.append(_claim_effect(key, group, sid, nack))
-        out.append(_entry(sid, flat))
+        out.append(entry)
     group.last_id = last_id
     group.entries_read = entries_read
     if noack and out and effects is not None:

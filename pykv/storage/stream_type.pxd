@@ -1,34 +1,14 @@
-# Augments pykv/storage/stream_type.py when Cython compiles it: the macro node and the
-# pending entry become extension types with C fields and the listpack integer size a C
-# function, for XADD's and XREADGROUP's hot paths. Uncompiled, the .py runs as it is.
+# Augments pykv/storage/stream_type.py when Cython compiles it: the pending entry and the
+# stream become extension types with C fields, and the node appends and range walks are C
+# calls into _stream.pyx's StreamNode, for XADD's and XREADGROUP's hot paths. Uncompiled,
+# the .py runs as it is.
 # (PelMap measured slower as an extension type: its callers in pykv.commands.streams do not
 # know the type, so every method call built a bound method; XREADGROUP's inserts go through
 # the typed pel_put instead.)
 
 cimport cython
+from pykv.storage._stream cimport StreamNode, pykv_format_id
 
-cdef extern from *:
-    """
-    /* "ms-seq" of a stream ID, the two unsigned 64-bit parts in decimal */
-    static char *pykv_u64_digits(char *end, unsigned long long v) {
-        do { *--end = (char)('0' + v % 10); v /= 10; } while (v);
-        return end;
-    }
-    static PyObject *pykv_format_id(unsigned long long ms, unsigned long long seq) {
-        char buf[48];
-        char *end = buf + sizeof buf;
-        char *p = pykv_u64_digits(end, seq);
-        *--p = '-';
-        p = pykv_u64_digits(p, ms);
-        return PyBytes_FromStringAndSize(p, end - p);
-    }
-    """
-    bytes pykv_format_id(unsigned long long ms, unsigned long long seq)
-
-cpdef int lp_int_size(long long value)
-cpdef _int_like(item)
-@cython.locals(n=Py_ssize_t, head=Py_ssize_t)
-cpdef Py_ssize_t lp_str_size(item) except -1
 cpdef bytes format_id(tuple sid)
 
 
@@ -37,30 +17,21 @@ cdef class Nack:
     cdef public object consumer, delivery_time, delivery_count
 
 
-cdef class Node:
-    cdef public object master, fields
-    cdef public list ids, items, flags
-    cdef public Py_ssize_t live, dead, body_bytes
-
-    cpdef Py_ssize_t lp_bytes(self)
-    @cython.locals(nfields=Py_ssize_t, i=Py_ssize_t, size=Py_ssize_t, lp_count=Py_ssize_t,
-                   fields=tuple, same=bint, shared=list, id_part=cython.ulonglong,
-                   master_part=cython.ulonglong, delta=cython.ulonglong)
-    cpdef append(self, sid, tuple flat, int flags=*)
-
-
 cdef class StreamValue:
     # C slots: XADD's per-request reads and writes of them were generic attribute lookups
     cdef public list nodes, masters
     cdef public object length, last_id, first_id, max_deleted, entries_added, groups
 
 
-@cython.locals(nodes=list, node=Node, total=Py_ssize_t, length=Py_ssize_t)
+@cython.locals(nodes=list, node=StreamNode, last=StreamNode, total=Py_ssize_t,
+               length=Py_ssize_t)
 cpdef stream_append(StreamValue s, tuple sid, tuple flat, Py_ssize_t max_bytes, Py_ssize_t max_entries)
 
-@cython.locals(nodes=list, node=Node, ids=list, flags=list, items=list, i=Py_ssize_t,
-               j=Py_ssize_t, bounded=bint)
-cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out)
+@cython.locals(nodes=list, node=StreamNode, i=Py_ssize_t, bounded=bint,
+               sms=cython.ulonglong, sseq=cython.ulonglong, ems=cython.ulonglong,
+               eseq=cython.ulonglong)
+cpdef range_forward(StreamValue s, tuple start, tuple end, Py_ssize_t count, list out,
+                    int form=*)
 
 @cython.locals(a_ms=cython.ulonglong, b_ms=cython.ulonglong, a_seq=cython.ulonglong,
                b_seq=cython.ulonglong)

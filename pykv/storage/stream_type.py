@@ -25,7 +25,7 @@ from typing import Any
 import cython
 
 from pykv.protocol._parser import string2ll
-from pykv.storage.rdb._rio import backlen_size
+from pykv.storage._stream import StreamNode
 
 U64 = (1 << 64) - 1
 MAX_ID = (U64, U64)
@@ -79,134 +79,9 @@ def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-# -- listpack sizes -------------------------------------------------------------------------
-def _int_like(item: bytes) -> int | None:
-    """The integer a listpack would store ``item`` as, or None (it stays a string)."""
-    if len(item) > 20 or not item:
-        return None
-    first = item[0]
-    if first != 45 and not 48 <= first <= 57:  # neither '-' nor a digit: no parse needed
-        return None
-    return string2ll(item)
-
-
-def lp_int_size(value: int) -> int:
-    """Bytes a listpack integer element takes (encoding plus back-length)."""
-    if 0 <= value <= 127:
-        return 2
-    if -4096 <= value <= 4095:
-        return 3
-    if -32768 <= value <= 32767:
-        return 4
-    if -(1 << 23) <= value < (1 << 23):
-        return 5
-    if -(1 << 31) <= value < (1 << 31):
-        return 6
-    return 10
-
-
-def lp_str_size(item: bytes) -> int:
-    """Bytes a listpack string element takes (strings that look like integers are ints)."""
-    value = _int_like(item)
-    if value is not None:
-        return lp_int_size(value)
-    n = len(item)
-    if n < 64:  # the usual short string: 1-byte header, 1-byte back-length
-        return n + 2
-    head = 2 if n < 4096 else 5
-    return head + n + backlen_size(head + n)
-
-
 # -- structure ------------------------------------------------------------------------------
-class Node:
-    """One macro node (a listpack in Redis): master fields and entries, deleted ones kept."""
-
-    __slots__ = ("master", "fields", "ids", "items", "flags", "live", "dead", "body_bytes")
-
-    def __init__(self, master: StreamID, fields: tuple[bytes, ...]) -> None:
-        self.master = master
-        self.fields = fields
-        self.ids: list[StreamID] = []
-        # flat field/value tuples: tuples of bytes, which the cyclic GC stops tracking, so a
-        # big stream's entries are not walked by every full collection as lists would be
-        self.items: list[tuple[bytes, ...]] = []
-        self.flags: list[int] = []
-        self.live = 0
-        self.dead = 0
-        # everything but the header, the end byte and the live/dead counters
-        self.body_bytes = lp_int_size(len(fields)) + sum(lp_str_size(f) for f in fields) + 2
-
-    def lp_bytes(self) -> int:
-        return 6 + lp_int_size(self.live) + lp_int_size(self.dead) + self.body_bytes + 1
-
-    def append(self, sid: StreamID, flat: tuple[bytes, ...], flags: int = -1) -> None:
-        nfields = len(flat) // 2
-        if flags < 0:  # the same field names as the master entry (no tuple built)
-            fields = self.fields
-            same = len(fields) == nfields
-            if same:
-                for i in range(nfields):
-                    if flat[2 * i] != fields[i]:
-                        same = False
-                        break
-            flags = FLAG_SAMEFIELDS if same else 0
-            if same and nfields and flat[0] is not fields[0]:
-                # the master's field-name objects kept instead of this entry's own copies
-                shared = list(flat)
-                for i in range(nfields):
-                    shared[2 * i] = fields[i]
-                flat = tuple(shared)
-        size = lp_int_size(flags)
-        master = self.master
-        # typed unsigned in stream_type.pxd: a delta below the master wraps to a huge value
-        # there, and takes the _signed64 branch as a negative one does uncompiled
-        id_part = sid[0]
-        master_part = master[0]
-        delta = id_part - master_part
-        # small non-negative deltas (the usual case) are one-byte ints: 2 bytes
-        size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
-        id_part = sid[1]
-        master_part = master[1]
-        delta = id_part - master_part
-        size += 2 if 0 <= delta <= 127 else lp_int_size(_signed64(delta))
-        if flags & FLAG_SAMEFIELDS:
-            for i in range(1, len(flat), 2):
-                size += lp_str_size(flat[i])
-            lp_count = nfields + 3
-        else:
-            size += lp_int_size(nfields)
-            for item in flat:
-                size += lp_str_size(item)
-            lp_count = nfields * 2 + 4
-        size += lp_int_size(lp_count)
-        self.body_bytes += size
-        self.ids.append(sid)
-        self.items.append(flat)
-        self.flags.append(flags)
-        if flags & FLAG_DELETED:
-            self.dead += 1
-        else:
-            self.live += 1
-
-    def mark_deleted(self, index: int) -> bool:
-        if self.flags[index] & FLAG_DELETED:
-            return False
-        self.flags[index] |= FLAG_DELETED
-        self.live -= 1
-        self.dead += 1
-        return True
-
-    def copy(self) -> Node:
-        node = Node.__new__(Node)
-        node.master = self.master
-        node.fields = self.fields
-        node.ids = list(self.ids)
-        node.items = list(self.items)
-        node.flags = list(self.flags)
-        node.live = self.live
-        node.dead = self.dead
-        node.body_bytes = self.body_bytes
-        return node
+# A node is a ``StreamNode`` (pykv/storage/_stream.pyx): its master ID and field names, and
+# its entries packed in one buffer laid out as Redis's stream listpack.
 
 
 def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_bytes: int,
@@ -215,6 +90,7 @@ def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_by
     last node, or a new one when that is full by bytes or entries."""
     nodes = s.nodes
     node = nodes[-1] if nodes else None
+    last = node
     if node is not None:
         if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
             max_bytes = LISTPACK_MAX_SIZE
@@ -226,7 +102,9 @@ def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_by
         elif max_entries and node.live + node.dead >= max_entries:
             node = None
     if node is None:
-        node = Node(sid, tuple(flat[0::2]))
+        if last is not None:  # full: its spare room goes
+            last.shrink()
+        node = StreamNode(sid, tuple(flat[0::2]))
         nodes.append(node)
         s.masters.append(sid)
     node.append(sid, flat)
@@ -239,27 +117,26 @@ def stream_append(s: StreamValue, sid: StreamID, flat: tuple[bytes, ...], max_by
 
 
 def range_forward(s: StreamValue, start: StreamID, end: StreamID, count: int,
-                  out: list) -> None:
-    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out`` (typed in
-    stream_type.pxd; XREAD/XREADGROUP call it directly)."""
+                  out: list, form: int = 0) -> None:
+    """``StreamValue.range`` ascending, appending ``(id, fields)`` to ``out``, or with
+    ``form`` 1 each entry's reply ``[b"ms-seq", [field, value, ...]]``, 2 ``(id, reply)``
+    (typed in stream_type.pxd; XREAD/XREADGROUP call it directly)."""
     nodes = s.nodes
     bounded = end != MAX_ID  # nothing is above the last possible ID: no compare per entry
+    sms = start[0]
+    sseq = start[1]
+    ems = end[0]
+    eseq = end[1]
     # (an index walk: slicing the node list would copy all of it per call)
     for i in range(max(0, bisect_right(s.masters, start) - 1), len(nodes)):
         node = nodes[i]
         if bounded and node.master > end:
             return
-        ids = node.ids
-        flags = node.flags
-        items = node.items
-        for j in range(bisect_left(ids, start), len(ids)):
-            sid = ids[j]
-            if bounded and sid > end:
+        if cython.compiled:
+            if node.forward(sms, sseq, bounded, ems, eseq, count, out, form):
                 return
-            if not flags[j] & FLAG_DELETED:
-                out.append((sid, items[j]))
-                if count and len(out) >= count:
-                    return
+        elif node.range_into(start, end, count, out, False, form):
+            return
 
 
 class PelMap:
@@ -466,7 +343,7 @@ class StreamValue:
     type_name = b"stream"
 
     def __init__(self) -> None:
-        self.nodes: list[Node] = []
+        self.nodes: list[StreamNode] = []
         self.masters: list[StreamID] = []  # nodes[i].master, for bisecting
         self.length = 0
         self.last_id: StreamID = MIN_ID
@@ -513,67 +390,56 @@ class StreamValue:
         stream_append(self, sid, tuple(flat), max_bytes, max_entries)
 
     # -- lookups ----------------------------------------------------------------------------
-    def _locate(self, sid: StreamID) -> tuple[Node, int] | None:
+    def _locate(self, sid: StreamID) -> tuple[StreamNode, int] | None:
+        """The node holding ``sid`` (live or deleted) and the entry's offset in it."""
         i = bisect_right(self.masters, sid) - 1
         if i < 0:
             return None
         node = self.nodes[i]
-        j = bisect_left(node.ids, sid)
-        if j < len(node.ids) and node.ids[j] == sid:
-            return node, j
-        return None
+        off = node.find(sid)
+        if off < 0:
+            return None
+        return node, off
 
-    def get(self, sid: StreamID) -> list[bytes] | None:
+    def get(self, sid: StreamID) -> tuple[bytes, ...] | None:
         """The fields of a live entry, or None."""
         found = self._locate(sid)
         if found is None:
             return None
-        node, j = found
-        if node.flags[j] & FLAG_DELETED:
+        node, off = found
+        _, flat, flags = node.entry_at(off)
+        if flags & FLAG_DELETED:
             return None
-        return node.items[j]
+        return flat
 
-    def range(self, start: StreamID, end: StreamID, count: int = 0,
-              rev: bool = False) -> list[tuple[StreamID, list[bytes]]]:
-        """Live entries with start <= id <= end (``count`` 0 means all)."""
-        out: list[tuple[StreamID, list[bytes]]] = []
+    def range(self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False,
+              reply: bool = False) -> list:
+        """Live entries with start <= id <= end (``count`` 0 means all), as ``(id, flat)``
+        or, when ``reply``, as XRANGE replies them (``[b"ms-seq", [field, value, ...]]``)."""
+        out: list = []
         if start > end or not self.nodes:
             return out
-        masters = self.masters
         if not rev:
-            range_forward(self, start, end, count, out)
+            range_forward(self, start, end, count, out, reply)
         else:
-            i = bisect_right(masters, end) - 1
-            while i >= 0:
-                node = self.nodes[i]
-                ids = node.ids
-                flags = node.flags
-                for j in range(bisect_right(ids, end) - 1, -1, -1):
-                    sid = ids[j]
-                    if sid < start:
-                        return out
-                    if not flags[j] & FLAG_DELETED:
-                        out.append((sid, node.items[j]))
-                        if count and len(out) >= count:
-                            return out
-                i -= 1
+            for i in range(bisect_right(self.masters, end) - 1, -1, -1):
+                if self.nodes[i].range_into(start, end, count, out, True, reply):
+                    break
         return out
 
     def first_entry_id(self) -> StreamID:
         for node in self.nodes:
-            flags = node.flags
-            for j in range(len(flags)):
-                if not flags[j] & FLAG_DELETED:
-                    return node.ids[j]
+            sid = node.edge_id(False)
+            if sid is not None:
+                return sid
         return MIN_ID
 
     def last_valid_id(self) -> StreamID:
         nodes = self.nodes
         for i in range(len(nodes) - 1, -1, -1):
-            flags = nodes[i].flags
-            for j in range(len(flags) - 1, -1, -1):
-                if not flags[j] & FLAG_DELETED:
-                    return nodes[i].ids[j]
+            sid = nodes[i].edge_id(True)
+            if sid is not None:
+                return sid
         return MIN_ID
 
     # -- deleting ---------------------------------------------------------------------------
@@ -582,17 +448,17 @@ class StreamValue:
         found = self._locate(sid)
         if found is None:
             return False
-        node, j = found
-        if node.flags[j] & FLAG_DELETED:
-            return False
+        node, off = found
         if node.live == 1:
+            if node.entry_at(off)[2] & FLAG_DELETED:
+                return False
             self._drop_node(node)
-        else:
-            node.mark_deleted(j)
+        elif not node.mark_deleted(off):
+            return False
         self.length -= 1
         return True
 
-    def _drop_node(self, node: Node) -> None:
+    def _drop_node(self, node: StreamNode) -> None:
         i = bisect_left(self.masters, node.master)
         del self.nodes[i]
         del self.masters[i]
@@ -611,7 +477,7 @@ class StreamValue:
             if maxlen is not None:
                 remove = self.length - entries >= maxlen
             else:
-                remove = node.ids[-1] < minid
+                remove = node.edge_id(True, False) < minid
             if remove:
                 del self.nodes[0]
                 del self.masters[0]
@@ -620,15 +486,12 @@ class StreamValue:
                 continue
             if approx:
                 break
-            for j, sid in enumerate(node.ids):
-                if maxlen is not None:
-                    if self.length <= maxlen:
-                        break
-                elif sid >= minid:
-                    break
-                if node.mark_deleted(j):
-                    self.length -= 1
-                    deleted += 1
+            if maxlen is not None:
+                flagged = node.trim_front(self.length - maxlen, None)
+            else:
+                flagged = node.trim_front(-1, minid)
+            self.length -= flagged
+            deleted += flagged
             break
         if deleted:
             self.first_id = self.first_entry_id() if self.length else MIN_ID
@@ -705,12 +568,13 @@ def _rax_count(keys: list[bytes], lo: int, hi: int, depth: int) -> int:
 
 
 # -- RDB ------------------------------------------------------------------------------------
-def _node_listpack(node: Node) -> bytes:
-    """The node as the listpack Redis stores (master entry, then every entry)."""
+def _node_listpack(node: StreamNode) -> bytes:
+    """The node encoded element by element as Redis lays it out (master entry, then every
+    entry): what ``node.blob()`` must equal (the tests check the packed buffer with it)."""
     from pykv.storage.rdb.encoding import listpack_encode
 
     elems: list[bytes | int] = [node.live, node.dead, len(node.fields), *node.fields, 0]
-    for sid, flat, flags in zip(node.ids, node.items, node.flags, strict=True):
+    for sid, flat, flags in node.entries():
         elems.append(flags)
         elems.append(_signed64(sid[0] - node.master[0]))
         elems.append(_signed64(sid[1] - node.master[1]))
@@ -739,7 +603,7 @@ def save_stream(w: Any, value: StreamValue) -> None:
     w.length(len(value.nodes))
     for node in value.nodes:
         w.string(encode_id(node.master))
-        w.string(_node_listpack(node))
+        w.string(node.blob())  # the packed buffer is Redis's listpack as it is
     w.length(value.length)
     for part in (*value.last_id, *value.first_id, *value.max_deleted):
         w.length(part)
@@ -767,7 +631,7 @@ def _lp_int(item: bytes) -> int:
     return value
 
 
-def _parse_node(key: bytes, blob: bytes) -> Node:
+def _parse_node(key: bytes, blob: bytes) -> StreamNode:
     """One node listpack, checked as Redis's deep ``streamValidateListpackIntegrity``:
     the master entry, then exactly ``live + dead`` entries, each closed by its lp-count."""
     from pykv.storage.rdb.encoding import RdbFormatError, listpack_decode
@@ -785,10 +649,10 @@ def _parse_node(key: bytes, blob: bytes) -> Node:
         live, dead, nfields = _lp_int(next(ints)), _lp_int(next(ints)), _lp_int(next(ints))
         if live < 0 or dead < 0 or nfields < 0:
             raise ValueError("negative count")
-        node = Node(decode_id(key), tuple([next(ints) for _ in range(nfields)]))
+        master = decode_id(key)
+        fields = tuple([next(ints) for _ in range(nfields)])
         if _lp_int(next(ints)) != 0:
             raise ValueError("bad master entry terminator")
-        master = node.master
         entries: list[tuple[StreamID, list[bytes], int]] = []
         for _ in range(live + dead):
             flags = _lp_int(next(ints))
@@ -796,7 +660,7 @@ def _parse_node(key: bytes, blob: bytes) -> Node:
                    (master[1] + _lp_int(next(ints))) & U64)
             if flags & FLAG_SAMEFIELDS:
                 flat: list[bytes] = []
-                for f in node.fields:
+                for f in fields:
                     flat.append(f)
                     flat.append(next(ints))
                 extra = 3
@@ -819,17 +683,25 @@ def _parse_node(key: bytes, blob: bytes) -> Node:
     # by Redis, so one out of order is dropped rather than kept (lookups bisect the IDs).
     live_ids = [sid for sid, _, flags in entries if not flags & FLAG_DELETED]
     if any(b <= a for a, b in zip(live_ids, live_ids[1:], strict=False)) or \
-            (live_ids and live_ids[0] < node.master):
+            (live_ids and live_ids[0] < master):
         raise RdbFormatError("stream entry IDs out of order")
     following = iter(live_ids)
     upper = next(following, None)
-    for sid, flat, flags in entries:
+    kept: list[tuple[StreamID, list[bytes], int]] = []
+    for entry in entries:
+        sid, _, flags = entry
         if not flags & FLAG_DELETED:
             upper = next(following, None)
-        elif sid < node.master or (node.ids and sid <= node.ids[-1]) or \
+        elif sid < master or (kept and sid <= kept[-1][0]) or \
                 (upper is not None and sid >= upper):
             continue
+        kept.append(entry)
+    if len(kept) == len(entries):  # the loaded listpack is kept as it is
+        return StreamNode.from_blob(master, fields, blob, live, dead)
+    node = StreamNode(master, fields)  # rebuilt without the dropped entries
+    for sid, flat, flags in kept:
         node.append(sid, tuple(flat), flags)
+    node.shrink()
     return node
 
 
@@ -849,12 +721,13 @@ def _drop_tombstones_after(s: StreamValue, last_id: StreamID) -> None:
     the next XADD; they go."""
     for i in range(len(s.nodes) - 1, -1, -1):
         node = s.nodes[i]
-        if node.ids[-1] <= last_id:
+        if node.edge_id(True, False) <= last_id:
             return
-        kept = Node(node.master, node.fields)  # rebuilt: its byte size is recomputed
-        for sid, flat, flags in zip(node.ids, node.items, node.flags, strict=True):
+        kept = StreamNode(node.master, node.fields)  # rebuilt: its byte size is recomputed
+        for sid, flat, flags in node.entries():
             if sid <= last_id:
                 kept.append(sid, flat, flags)
+        kept.shrink()
         s.nodes[i] = kept
 
 
@@ -878,7 +751,7 @@ def load_stream(r: Any, type_byte: int, config: Any, integrity: Any = None) -> S
         node = _parse_node(key, blob)
         if top is not None and node.master <= top:
             raise RdbFormatError("stream nodes out of order")
-        top = node.ids[-1] if node.ids else node.master
+        top = node.edge_id(True, False) or node.master
         if node.live == 0:
             continue
         s.nodes.append(node)

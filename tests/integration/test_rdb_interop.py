@@ -279,7 +279,8 @@ EDGE_ELEMENTS = ["0", "127", "128", "-1", "-4096", "4095", "4096", "32767", "-32
 
 def build_packed_edges(c: RawClient) -> None:
     """Listpack hashes and zsets whose entries take every listpack encoding, at and past
-    the entry limits, with scores whose text is not what the double prints as."""
+    the entry limits, with scores whose text is not what the double prints as; a stream
+    whose node listpacks hold the same elements."""
     for i, element in enumerate(EDGE_ELEMENTS):
         c.call("HSET", "hash:edges", element, EDGE_ELEMENTS[-1 - i])
     c.call("HSET", "hash:512", *[x for i in range(512) for x in (str(i * 1000), f"v{i}")])
@@ -292,6 +293,17 @@ def build_packed_edges(c: RawClient) -> None:
                                    for x in (s, m)])
     c.call("ZADD", "zset:128", *[x for i in range(128) for x in (str(i % 7), str(i))])
     c.call("ZADD", "zset:129", *[x for i in range(129) for x in (str(i % 7), str(i))])
+    # streams: the edge elements as values and as field names (the master's and others),
+    # big values, several nodes, deleted entries and a group with pending entries
+    for i, element in enumerate(EDGE_ELEMENTS):
+        c.call("XADD", "stream:edges", f"{i + 1}-{i}", "f", element)
+        c.call("XADD", "stream:edges", f"{i + 1}-{i + 100}", element, EDGE_ELEMENTS[-1 - i])
+    c.call("XADD", "stream:edges", "99-0", "f", "x" * 5000, "g", "y" * 70000)
+    for i in range(250):
+        c.call("XADD", "stream:edges", f"{1000 + i // 9}-{i}", "f", str(i * 997 - 70000))
+    c.call("XDEL", "stream:edges", "2-1", "3-102", *[f"{1000 + i // 9}-{i}" for i in range(0, 250, 3)])
+    c.call("XGROUP", "CREATE", "stream:edges", "g", "0")
+    c.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "30", "STREAMS", "stream:edges", ">")
 
 
 def _digest(c: RawClient) -> bytes:
