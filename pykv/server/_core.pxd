@@ -115,6 +115,15 @@ cdef class ClientCore:
     # what it holds now, as a transport's backlog only shrinks between writes
     cdef public double obuf_soft_since
     cdef public Py_ssize_t conn_pending
+    # replies sent from C (a plain TCP/unix connection, see pykv.net.stream): the socket's
+    # fd (-1: every reply goes through conn.write) and its transport's
+    # get_write_buffer_size, which must be 0 (nothing queued before) for a send to go
+    cdef readonly int direct_fd
+    cdef object _tx_backlog
+
+    cdef _flush(self)
+    cdef _write_out(self)
+    cdef Py_ssize_t _send_direct(self, bytearray out, Py_ssize_t n) except -1
 
 
 cdef inline bint obuf_may_be_over(ClientCore client):
