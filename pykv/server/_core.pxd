@@ -85,6 +85,7 @@ cdef class ClientCore:
     cdef public bint acl_restricted
     cdef public object acl_user
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
+    cdef public bint no_touch  # CLIENT NO-TOUCH on: this client's reads touch no key
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public long long woff  # the replication offset after this client's last write (WAIT)
     cdef public bint is_master  # the client applying our master's stream (flag M)

@@ -25,7 +25,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, errno
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp
-from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from pykv import errors
 from pykv.protocol._parser import ProtocolError
@@ -33,7 +33,7 @@ from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport append_raw, write_reply
-from pykv.storage.keyspace cimport Clock
+from pykv.storage.keyspace cimport Clock, wall_time
 
 log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``call`` sees
@@ -95,18 +95,6 @@ cdef inline long long _now_ns() except? -1:
     return _perf_ns()
 
 
-cdef inline double _wall_time() noexcept:
-    """``time.time()`` read in C (CLOCK_REALTIME, converted to the same double as CPython's
-    _PyTime_AsSecondsDouble): a module lookup and a Python call less per read."""
-    cdef timespec ts
-    cdef long long ns
-    clock_gettime(CLOCK_REALTIME, &ts)
-    ns = ts.tv_sec * 1000000000LL + ts.tv_nsec
-    if ns % 1000000000LL == 0:
-        return <double>(ns // 1000000000LL)
-    return <double>ns / 1e9
-
-
 # -- replies written from C ----------------------------------------------------------------
 cdef extern from "<sys/socket.h>" nogil:
     ssize_t send(int fd, const void *buf, size_t n, int flags)
@@ -135,6 +123,9 @@ cdef extern from *:
 # (Redis's own reply buffer, PROTO_REPLY_CHUNK_BYTES); a bigger one is given back
 cdef enum:
     KEEP_OUT_ALLOC = 16384
+    # client-query-buffer-limit's minimum (pykv.config.table, as Redis's): a query buffer
+    # at most this big is under the limit whatever it is set to
+    QUERY_BUFFER_LIMIT_MIN = 1024 * 1024
 
 
 cdef inline void _lat_record(CommandCore cmd, long long usec) noexcept:
@@ -346,7 +337,7 @@ cdef class ClientCore:
         cdef ServerCore server = self.server
         self.net_in += n
         server.stat_net_input_bytes += n
-        self.last_interaction = _wall_time()
+        self.last_interaction = wall_time()  # (time.time(), read in C)
         self.parser.feed(data)
         # (called through the class: a C call without the Python-override lookup a cpdef
         # makes on an instance with a __dict__, ~450 instructions, as its cache holds one
@@ -369,6 +360,7 @@ cdef class ClientCore:
         """Run every complete command in the query buffer (until blocked or paused)."""
         cdef RequestParser parser = self.parser
         cdef object argv
+        cdef Py_ssize_t n
         # one clock reading per batch: commands of one read see the same "now", as the
         # commands of one event-loop iteration do in Redis for expiry purposes
         cdef Clock clock = <Clock?>self.server.clock  # (a C call of update, not a method lookup)
@@ -390,7 +382,9 @@ cdef class ClientCore:
                 self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
                 if self.limits_reached():
                     return
-        if parser.buffered() > self.server.config.client_query_buffer_limit:
+        # (the config is read only past its smallest value: a lookup less per batch)
+        n = parser.buffered()
+        if n > QUERY_BUFFER_LIMIT_MIN and n > self.server.config.client_query_buffer_limit:
             self.log_query_buffer_overflow()
             self.closing = True
             self.close_now()
