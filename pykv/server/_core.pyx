@@ -104,23 +104,22 @@ cdef extern from "<sys/socket.h>" nogil:
 
 cdef extern from *:
     """
-    /* Empty a bytearray but keep its allocation, when no buffer view of it is exported and
-       the allocation is at most `keep` bytes; else shrink it as bytearray itself does. */
-    static int pykv_bytearray_clear(PyObject *o, Py_ssize_t keep) {
+    /* Empty a bytearray in place, keeping its allocation, when no buffer view of it is
+       exported and the allocation is at most `keep` bytes: 1 if done, else 0. */
+    static int pykv_bytearray_empty(PyObject *o, Py_ssize_t keep) {
         PyByteArrayObject *b = (PyByteArrayObject *)o;
-        if (b->ob_exports == 0 && b->ob_bytes != NULL && b->ob_alloc <= keep) {
-            Py_SET_SIZE(b, 0);
-            b->ob_start = b->ob_bytes;
-            b->ob_bytes[0] = '\\0';
+        if (b->ob_exports != 0 || b->ob_bytes == NULL || b->ob_alloc > keep)
             return 0;
-        }
-        return PyByteArray_Resize(o, 0);
+        Py_SET_SIZE(b, 0);
+        b->ob_start = b->ob_bytes;
+        b->ob_bytes[0] = '\\0';
+        return 1;
     }
     """
-    int pykv_bytearray_clear(object o, Py_ssize_t keep) except -1
+    bint pykv_bytearray_empty(object o, Py_ssize_t keep) noexcept
 
 # an output buffer sent whole is emptied and kept for the next replies up to this allocation
-# (Redis's own reply buffer, PROTO_REPLY_CHUNK_BYTES); a bigger one is given back
+# (Redis's own reply buffer, PROTO_REPLY_CHUNK_BYTES); a bigger one is replaced
 cdef enum:
     KEEP_OUT_ALLOC = 16384
     # client-query-buffer-limit's minimum (pykv.config.table, as Redis's): a query buffer
@@ -732,7 +731,8 @@ cdef class ClientCore:
             if self.direct_fd >= 0:
                 sent = self._send_direct(out, n)
             if sent == n:  # all in the kernel: the buffer is emptied for the next replies
-                pykv_bytearray_clear(out, KEEP_OUT_ALLOC)
+                if not pykv_bytearray_empty(out, KEEP_OUT_ALLOC):
+                    self.out = bytearray()  # (a big one is given back)
             else:  # the transport sends the rest (it holds on to the buffer meanwhile)
                 self.out = bytearray()
                 self.conn.write(out if sent == 0 else memoryview(out)[sent:])

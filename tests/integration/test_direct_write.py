@@ -99,3 +99,28 @@ def test_quit_reply_is_sent_before_the_close(server):
         got += chunk
     assert got == b"+PONG\r\n+OK\r\n"
     sock.close()
+
+
+@pytest.mark.parametrize("kind", ["tcp", "unix"])
+def test_replies_of_every_size_one_at_a_time(server, kind):
+    """Each reply sent whole from a buffer kept (emptied) from the last one, or replaced
+    after a big one: what arrives is each reply exactly."""
+    admin = RawClient(port=server.port)
+    sizes = [1, 100, 20_000, 3, 16_000, 70_000, 0, 5]
+    for i, size in enumerate(sizes):
+        admin.call("SET", f"k{i}", b"y" * size)
+    sock = _connect(server, kind)
+    got = bytearray()
+    for _ in range(3):
+        for i, size in enumerate(sizes):
+            sock.sendall(encode_command("GET", f"k{i}"))
+            want = b"$%d\r\n%s\r\n" % (size, b"y" * size)
+            _read_exactly(sock, len(want), got)
+            assert got == want
+            del got[:]
+            sock.sendall(encode_command("PING"))
+            _read_exactly(sock, 7, got)
+            assert got == b"+PONG\r\n"
+            del got[:]
+    sock.close()
+    admin.close()
