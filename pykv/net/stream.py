@@ -56,6 +56,12 @@ class StreamConnection(asyncio.Protocol, Connection):
             self.data_received = self.handler.on_data  # type: ignore[method-assign]
             self.write = transport.write  # type: ignore[method-assign]
             transport.set_protocol(self)
+            direct = getattr(self.handler, "send_directly", None)
+            if direct is not None and self.type_name in ("tcp", "unix") and sock is not None:
+                # replies go to the socket from C while the transport holds nothing queued
+                # (pykv.server._core ClientCore.send_directly); the fd is the transport's
+                # until connection_lost, which comes before uvloop closes it
+                direct(sock.fileno(), transport.get_write_buffer_size)
 
     def data_received(self, data: bytes) -> None:
         self.handler.on_data(data)
@@ -66,6 +72,8 @@ class StreamConnection(asyncio.Protocol, Connection):
             self.handler.on_close()
 
     def eof_received(self) -> bool:
+        # the transport closes now and drops what is written after: so must a direct send
+        self._stop_direct()
         return False  # close our side too, as Redis does on EOF
 
     # Connection -------------------------------------------------------------------------
@@ -90,6 +98,12 @@ class StreamConnection(asyncio.Protocol, Connection):
     def _mark_closed(self) -> None:
         self._closed = True
         self.__dict__.pop("write", None)  # back to the guarded method: writes are dropped
+        self._stop_direct()
+
+    def _stop_direct(self) -> None:
+        stop = getattr(self.handler, "send_directly", None)
+        if stop is not None:
+            stop(-1, None)
 
     def peer_address(self) -> str:
         return self._peer

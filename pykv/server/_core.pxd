@@ -85,6 +85,7 @@ cdef class ClientCore:
     cdef public bint acl_restricted
     cdef public object acl_user
     cdef public bint replaying  # the AOF loader's client: runs while the server is loading
+    cdef public bint no_touch  # CLIENT NO-TOUCH on: this client's reads touch no key
     cdef public bint write_pending  # queued in ServerCore.deferred for this iteration's end
     cdef public long long woff  # the replication offset after this client's last write (WAIT)
     cdef public bint is_master  # the client applying our master's stream (flag M)
@@ -115,6 +116,15 @@ cdef class ClientCore:
     # what it holds now, as a transport's backlog only shrinks between writes
     cdef public double obuf_soft_since
     cdef public Py_ssize_t conn_pending
+    # replies sent from C (a plain TCP/unix connection, see pykv.net.stream): the socket's
+    # fd (-1: every reply goes through conn.write) and its transport's
+    # get_write_buffer_size, which must be 0 (nothing queued before) for a send to go
+    cdef readonly int direct_fd
+    cdef object _tx_backlog
+
+    cdef _flush(self)
+    cdef _write_out(self)
+    cdef Py_ssize_t _send_direct(self, bytearray out, Py_ssize_t n) except -1
 
 
 cdef inline bint obuf_may_be_over(ClientCore client):

@@ -20,8 +20,9 @@ the Python subclasses may add any attributes of their own.
 import logging
 import time
 
-from cpython.bytearray cimport PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.errno cimport EINTR, errno
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -32,7 +33,7 @@ from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport append_raw, write_reply
-from pykv.storage.keyspace cimport Clock
+from pykv.storage.keyspace cimport Clock, wall_time
 
 log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``call`` sees
@@ -92,6 +93,38 @@ cdef inline long long _now_ns() except? -1:
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return ts.tv_sec * 1000000000LL + ts.tv_nsec
     return _perf_ns()
+
+
+# -- replies written from C ----------------------------------------------------------------
+cdef extern from "<sys/socket.h>" nogil:
+    ssize_t send(int fd, const void *buf, size_t n, int flags)
+    enum:
+        MSG_NOSIGNAL
+        MSG_DONTWAIT
+
+cdef extern from *:
+    """
+    /* Empty a bytearray in place, keeping its allocation, when no buffer view of it is
+       exported and the allocation is at most `keep` bytes: 1 if done, else 0. */
+    static int pykv_bytearray_empty(PyObject *o, Py_ssize_t keep) {
+        PyByteArrayObject *b = (PyByteArrayObject *)o;
+        if (b->ob_exports != 0 || b->ob_bytes == NULL || b->ob_alloc > keep)
+            return 0;
+        Py_SET_SIZE(b, 0);
+        b->ob_start = b->ob_bytes;
+        b->ob_bytes[0] = '\\0';
+        return 1;
+    }
+    """
+    bint pykv_bytearray_empty(object o, Py_ssize_t keep) noexcept
+
+# an output buffer sent whole is emptied and kept for the next replies up to this allocation
+# (Redis's own reply buffer, PROTO_REPLY_CHUNK_BYTES); a bigger one is replaced
+cdef enum:
+    KEEP_OUT_ALLOC = 16384
+    # client-query-buffer-limit's minimum (pykv.config.table, as Redis's): a query buffer
+    # at most this big is under the limit whatever it is set to
+    QUERY_BUFFER_LIMIT_MIN = 1024 * 1024
 
 
 cdef inline void _lat_record(CommandCore cmd, long long usec) noexcept:
@@ -290,6 +323,9 @@ cdef class ClientCore:
 
     # fields: see _core.pxd
 
+    def __cinit__(self, *args, **kwargs):
+        self.direct_fd = -1
+
     # -- transport callbacks -----------------------------------------------------------
     def on_data(self, data):
         """Bytes from the transport: ``bytes``, or a buffer valid only during this call
@@ -297,20 +333,33 @@ cdef class ClientCore:
         if self.closing:
             return
         cdef Py_ssize_t n = len(data)
+        cdef ServerCore server = self.server
         self.net_in += n
-        self.server.stat_net_input_bytes += n
-        self.last_interaction = time.time()
+        server.stat_net_input_bytes += n
+        self.last_interaction = wall_time()  # (time.time(), read in C)
         self.parser.feed(data)
-        self.process_input()
-        if self.server.client_evict_on and self.server.client_evictor.check(self):
+        # (called through the class: a C call without the Python-override lookup a cpdef
+        # makes on an instance with a __dict__, ~450 instructions, as its cache holds one
+        # client's dict version and clients alternate; nothing overrides these)
+        ClientCore.process_input(self)
+        if server.client_evict_on and server.client_evictor.check(self):
             return
-        self.flush()
+        self._flush()
+
+    def send_directly(self, int fd, object backlog):
+        """Send replies to socket ``fd`` from C while ``backlog()`` (the transport's
+        get_write_buffer_size) is 0, the rest through ``conn.write``; ``fd`` -1: stop (the
+        connection is closing, or saw EOF). Plain TCP and unix connections only
+        (pykv.net.stream): TLS, RDMA and the cluster bus write through their connection."""
+        self.direct_fd = fd if backlog is not None else -1
+        self._tx_backlog = backlog if fd >= 0 else None
 
     # -- processing --------------------------------------------------------------------
     cpdef process_input(self):
         """Run every complete command in the query buffer (until blocked or paused)."""
         cdef RequestParser parser = self.parser
         cdef object argv
+        cdef Py_ssize_t n
         # one clock reading per batch: commands of one read see the same "now", as the
         # commands of one event-loop iteration do in Redis for expiry purposes
         cdef Clock clock = <Clock?>self.server.clock  # (a C call of update, not a method lookup)
@@ -324,7 +373,7 @@ cdef class ClientCore:
                 return
             if argv is None:
                 break
-            self.execute(argv)
+            ClientCore.execute(self, argv)  # (a C call: see on_data)
             # Redis checks output limits as replies are added and client eviction before
             # every command; pykv once a pipeline's replies grew by a reply block
             if (self.server.client_evict_on or self.server.obuf_limits_on) and \
@@ -332,7 +381,9 @@ cdef class ClientCore:
                 self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
                 if self.limits_reached():
                     return
-        if parser.buffered() > self.server.config.client_query_buffer_limit:
+        # (the config is read only past its smallest value: a lookup less per batch)
+        n = parser.buffered()
+        if n > QUERY_BUFFER_LIMIT_MIN and n > self.server.config.client_query_buffer_limit:
             self.log_query_buffer_overflow()
             self.closing = True
             self.close_now()
@@ -468,7 +519,7 @@ cdef class ClientCore:
             else:
                 self.add_reply(_QUEUED)
             return
-        self.call(cmd, argv)
+        ClientCore.call(self, cmd, argv)  # (a C call: see on_data)
         if server.ready_keys:  # keys that blocked clients wait on were written
             server.blocking.handle_ready_keys()
 
@@ -652,27 +703,59 @@ cdef class ClientCore:
         queue them for the end of this loop iteration: then the AOF is written (and fsynced
         under "always") once for every client of the iteration before any of their replies
         leaves, as Redis's beforeSleep does."""
-        aof = self.server.aof
+        self._flush()
+
+    cdef _flush(self):
+        cdef ServerCore server = self.server
+        aof = server.aof
         if aof is not None and aof.buf:
-            self.server.defer_flush(self)
+            server.defer_flush(self)
             return
-        self.write_out()
+        self._write_out()
 
     def write_out(self):
         """Hand the output buffer to the connection now (and close if asked to)."""
+        self._write_out()
+
+    cdef _write_out(self):
         cdef bytearray out = self.out
-        cdef Py_ssize_t n = len(out)
-        if out and self.conn is not None and not self.closed:
+        cdef Py_ssize_t n = PyByteArray_GET_SIZE(out) if out is not None else 0
+        cdef Py_ssize_t sent = 0
+        cdef ServerCore server = self.server
+        if n and self.conn is not None and not self.closed:
             if n > self.buf_peak:
                 self.buf_peak = n if n < self.buf_size else self.buf_size
-            self.out = bytearray()
             self.evict_checked_out = 0
-            self.net_out += len(out)
-            self.server.stat_net_output_bytes += len(out)
-            self.conn.write(out)
-            if self.server.obuf_limits_on or self.server.client_evict_on:
-                self.conn_pending = self.conn.pending_write_bytes()
-                if self.limits_reached():
+            self.net_out += n
+            server.stat_net_output_bytes += n
+            if self.direct_fd >= 0:
+                sent = self._send_direct(out, n)
+            if sent == n:  # all in the kernel: the buffer is emptied for the next replies
+                if not pykv_bytearray_empty(out, KEEP_OUT_ALLOC):
+                    self.out = bytearray()  # (a big one is given back)
+            else:  # the transport sends the rest (it holds on to the buffer meanwhile)
+                self.out = bytearray()
+                self.conn.write(out if sent == 0 else memoryview(out)[sent:])
+            if server.obuf_limits_on or server.client_evict_on:
+                self.conn_pending = 0 if sent == n else self.conn.pending_write_bytes()
+                if ClientCore.output_limit_closed(self):
+                    return
+                if server.client_evict_on and server.client_evictor.check(self):
                     return
         if self.closing and not self.closed:
             self.close_now()
+
+    cdef Py_ssize_t _send_direct(self, bytearray out, Py_ssize_t n) except -1:
+        """Send ``out``'s ``n`` bytes to the socket when its transport has nothing queued
+        (which must go first): how many the kernel took. 0 leaves them all to the
+        transport: when nothing was queued, on EAGAIN, and on an error, which the
+        transport's own write then meets and handles (closing the connection) as before."""
+        cdef ssize_t sent
+        if self._tx_backlog():
+            return 0
+        sent = send(self.direct_fd, PyByteArray_AS_STRING(out), <size_t>n,
+                    MSG_NOSIGNAL | MSG_DONTWAIT)
+        while sent < 0 and errno == EINTR:
+            sent = send(self.direct_fd, PyByteArray_AS_STRING(out), <size_t>n,
+                        MSG_NOSIGNAL | MSG_DONTWAIT)
+        return sent if sent > 0 else 0

@@ -22,11 +22,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import cython
+
 from pykv.storage._keytable import AccessView, IntTable, KeyTable
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+if not cython.compiled:  # compiled, the clock is read in C (keyspace.pxd's inline _wall_ms)
+    _wall_ms = now_ms
 
 
 class Clock:
@@ -49,7 +55,7 @@ class Clock:
         self.master_view = False
 
     def update(self) -> int:
-        self.ms = ms = int(time.time() * 1000)
+        self.ms = ms = _wall_ms()
         self.sec = ms // 1000
         return ms
 

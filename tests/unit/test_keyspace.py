@@ -271,3 +271,15 @@ def test_every_slot_of_the_compiled_classes_is_an_attribute():
             getattr(obj, name)
     db.added_later = 1  # what an undeclared new slot amounts to
     assert db.added_later == 1
+
+
+def test_clock_update_reads_the_wall_clock_in_milliseconds():
+    # compiled, update reads CLOCK_REALTIME in C (keyspace.pxd): the same value as
+    # int(time.time() * 1000) read just before and after it
+    clock = Clock()
+    for _ in range(100):
+        before = int(time.time() * 1000)
+        ms = clock.update()
+        after = int(time.time() * 1000)
+        assert before <= ms <= after
+        assert clock.ms == ms and clock.sec == ms // 1000
