@@ -13,11 +13,11 @@ including their quirks, because clients and tests observe them:
 commands (a blocked client, ``CLIENT PAUSE``, a change of authentication state).
 """
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize,
-                                 PyByteArray_GET_SIZE)
+                                 PyByteArray_GET_SIZE, PyByteArray_Resize)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from cpython.list cimport PyList_GET_SIZE
-from libc.string cimport memchr, memcmp
+from libc.string cimport memchr, memcmp, memcpy
 
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 
@@ -256,11 +256,19 @@ cdef class RequestParser:
         self.auth_required = False
 
     cpdef feed(self, data):
-        if self.pos and self.pos == PyByteArray_GET_SIZE(self.buf):
-            # everything consumed: reuse the allocation
-            del self.buf[:]
+        cdef bytearray buf = self.buf
+        cdef Py_ssize_t have = PyByteArray_GET_SIZE(buf), n
+        if self.pos and self.pos == have:  # everything consumed: start over
+            have = 0
             self.pos = 0
-        self.buf += data
+        if type(data) is bytes:  # (a socket read) appended by C calls, no slice objects
+            n = PyBytes_GET_SIZE(data)
+            PyByteArray_Resize(buf, have + n)
+            memcpy(PyByteArray_AS_STRING(buf) + have, PyBytes_AS_STRING(data), n)
+        else:
+            if have == 0:
+                PyByteArray_Resize(buf, 0)
+            buf += data
 
     cpdef Py_ssize_t buffered(self):
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
@@ -286,7 +294,10 @@ cdef class RequestParser:
 
     cpdef compact(self):
         if self.pos:
-            del self.buf[:self.pos]
+            if self.pos == PyByteArray_GET_SIZE(self.buf):
+                PyByteArray_Resize(self.buf, 0)  # all consumed (the usual batch end)
+            else:
+                del self.buf[:self.pos]
             self.pos = 0
 
     cpdef reset(self):
