@@ -122,6 +122,7 @@ cdef class ClientCore:
     cdef readonly int direct_fd
     cdef object _tx_backlog
 
+    cdef bint _limits_reached(self) except -1
     cdef _flush(self)
     cdef _write_out(self)
     cdef Py_ssize_t _send_direct(self, bytearray out, Py_ssize_t n) except -1

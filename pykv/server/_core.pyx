@@ -379,7 +379,7 @@ cdef class ClientCore:
             if (self.server.client_evict_on or self.server.obuf_limits_on) and \
                     PyByteArray_GET_SIZE(self.out) > self.evict_checked_out + 16384:
                 self.evict_checked_out = PyByteArray_GET_SIZE(self.out)
-                if self.limits_reached():
+                if self._limits_reached():
                     return
         # (the config is read only past its smallest value: a lookup less per batch)
         n = parser.buffered()
@@ -690,12 +690,12 @@ cdef class ClientCore:
             return self.server.output_limits.check(self)
         return False
 
-    def limits_reached(self):
+    cdef bint _limits_reached(self) except -1:
         """Check the output buffer limit, then client eviction; True if this client was
-        closed by either."""
-        if self.output_limit_closed():
+        closed by either (C calls: see on_data)."""
+        if ClientCore.output_limit_closed(self):
             return True
-        server = self.server
+        cdef ServerCore server = self.server
         return server.client_evict_on and server.client_evictor.check(self)
 
     def flush(self):
@@ -738,9 +738,7 @@ cdef class ClientCore:
                 self.conn.write(out if sent == 0 else memoryview(out)[sent:])
             if server.obuf_limits_on or server.client_evict_on:
                 self.conn_pending = 0 if sent == n else self.conn.pending_write_bytes()
-                if ClientCore.output_limit_closed(self):
-                    return
-                if server.client_evict_on and server.client_evictor.check(self):
+                if self._limits_reached():
                     return
         if self.closing and not self.closed:
             self.close_now()
