@@ -44,9 +44,22 @@ def test_tcp_ipv4():
         c.close()
 
 
+def _port_free_on_both() -> int:
+    """A port free on ::1 that nothing holds on 127.0.0.1 either (another server of the
+    session may hold an IPv4 port with the number the kernel hands out for ::1)."""
+    while True:
+        port = free_port("::1")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
 @needs_ipv6
 def test_tcp_ipv6():
-    with Server(host="::1") as s:
+    with Server(host="::1", port=_port_free_on_both()) as s:
         assert ping_at(socket.AF_INET6, ("::1", s.port)) == b"+PONG\r\n"
         with pytest.raises(OSError):  # bound to ::1 only
             ping_at(socket.AF_INET, ("127.0.0.1", s.port))
