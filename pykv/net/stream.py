@@ -3,6 +3,12 @@
 asyncio (uvloop when installed) owns the sockets; this module adapts its Protocol callbacks
 to the ``Connection`` interface. TCP_NODELAY is set on every TCP connection (uvloop and
 asyncio both do it; we make sure), and the listen backlog is Redis's ``tcp-backlog``.
+
+A plain TCP or unix client's hot path bypasses the transport both ways once connected:
+its replies are sent from C while the transport holds nothing queued
+(``ClientCore.send_directly``) and its socket is read from C by the loop's ``ReadMux``
+(``pykv.net._readmux``), which hands EOF and errors back to the transport. TLS
+connections and clients that are not a ``ReadTarget`` keep the transport's own reads.
 """
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import asyncio
 import socket
 from typing import Any
 
+from pykv.net._readmux import ReadTarget, read_mux
 from pykv.net.base import AcceptFn, Connection, ConnectionHandler
 
 
@@ -32,6 +39,8 @@ class StreamConnection(asyncio.Protocol, Connection):
         self.handler: ConnectionHandler | None = None
         self._peer = self._local = ""
         self._closed = False
+        self._mux: Any = None  # the ReadMux reading this socket, if one does
+        self._fd = -1
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -62,6 +71,38 @@ class StreamConnection(asyncio.Protocol, Connection):
                 # (pykv.server._core ClientCore.send_directly); the fd is the transport's
                 # until connection_lost, which comes before uvloop closes it
                 direct(sock.fileno(), transport.get_write_buffer_size)
+                if isinstance(self.handler, ReadTarget):
+                    # (uvloop starts the transport's reads after connection_made returns:
+                    # they stop, and the mux takes over, at the next callback)
+                    asyncio.get_running_loop().call_soon(self._read_from_c, sock.fileno())
+
+    def _read_from_c(self, fd: int) -> None:
+        """Move this socket's reads to the loop's ReadMux (whatever the transport read
+        until now was delivered to the handler already)."""
+        if self._closed or self.transport.is_closing():
+            return
+        mux = read_mux(asyncio.get_running_loop())
+        if mux is None:
+            return
+        self.transport.pause_reading()
+        mux.add(fd, self.handler, self._reads_back, self._read_failed)
+        self._mux, self._fd = mux, fd
+
+    def _reads_back(self) -> None:
+        """The mux met EOF or an error: the transport reads again, meets the same and
+        closes as it does without the mux."""
+        self._mux = None
+        if not self._closed:
+            self.transport.resume_reading()
+
+    def _read_failed(self, exc: Exception) -> None:
+        """The handler raised on bytes the mux read (uvloop's fatal error on an exception
+        out of data_received): report it and drop the connection."""
+        self._mux = None
+        asyncio.get_running_loop().call_exception_handler({
+            "message": "Fatal error: protocol.data_received() call failed.",
+            "exception": exc, "transport": self.transport, "protocol": self})
+        self.abort()
 
     def data_received(self, data: bytes) -> None:
         self.handler.on_data(data)
@@ -97,6 +138,9 @@ class StreamConnection(asyncio.Protocol, Connection):
 
     def _mark_closed(self) -> None:
         self._closed = True
+        if self._mux is not None:
+            self._mux.remove(self._fd, self.handler)
+            self._mux = None
         self.__dict__.pop("write", None)  # back to the guarded method: writes are dropped
         self._stop_direct()
 
@@ -119,9 +163,13 @@ class StreamConnection(asyncio.Protocol, Connection):
         return self.transport.get_write_buffer_size() if self.transport else 0
 
     def pause_reading(self) -> None:
-        if self.transport is not None and not self._closed:
+        if self._mux is not None:
+            self._mux.pause(self._fd, self.handler)
+        elif self.transport is not None and not self._closed:
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:
-        if self.transport is not None and not self._closed:
+        if self._mux is not None:
+            self._mux.resume(self._fd, self.handler)
+        elif self.transport is not None and not self._closed:
             self.transport.resume_reading()

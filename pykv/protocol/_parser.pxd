@@ -15,6 +15,7 @@ cdef class RequestParser:
     cdef public bint auth_required
 
     cpdef feed(self, data)
+    cdef int feed_raw(self, const char *data, Py_ssize_t n) except -1
     cpdef Py_ssize_t buffered(self)
     cpdef tuple mem_state(self)
     cpdef bytes peek(self, Py_ssize_t n)

@@ -17,11 +17,15 @@ from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAnd
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
 from cpython.list cimport PyList_GET_SIZE
-from libc.string cimport memchr, memcmp, memcpy
+from libc.string cimport memchr, memcmp
 
+from pykv.protocol._bytebuf cimport bytearray_append, bytearray_empty
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 
 DEF INLINE_MAX_SIZE = 65536
+# an emptied query buffer keeps its allocation up to this size for the next request (a
+# bigger one, left by a big argument or pipeline, is given back)
+DEF KEEP_QUERY_ALLOC = 4096
 
 
 class ProtocolError(Exception):
@@ -256,19 +260,24 @@ cdef class RequestParser:
         self.auth_required = False
 
     cpdef feed(self, data):
+        if type(data) is bytes:  # (a socket read through the transport)
+            self.feed_raw(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+            return
         cdef bytearray buf = self.buf
-        cdef Py_ssize_t have = PyByteArray_GET_SIZE(buf), n
-        if self.pos and self.pos == have:  # everything consumed: start over
-            have = 0
+        if self.pos and self.pos == PyByteArray_GET_SIZE(buf):  # all consumed: start over
             self.pos = 0
-        if type(data) is bytes:  # (a socket read) appended by C calls, no slice objects
-            n = PyBytes_GET_SIZE(data)
-            PyByteArray_Resize(buf, have + n)
-            memcpy(PyByteArray_AS_STRING(buf) + have, PyBytes_AS_STRING(data), n)
-        else:
-            if have == 0:
+            PyByteArray_Resize(buf, 0)
+        buf += data
+
+    cdef int feed_raw(self, const char *data, Py_ssize_t n) except -1:
+        """Append ``n`` bytes at ``data`` (a socket read, pykv.net._readmux): C calls
+        only, in the buffer's own allocation while it has room."""
+        cdef bytearray buf = self.buf
+        if self.pos and self.pos == PyByteArray_GET_SIZE(buf):  # all consumed: start over
+            self.pos = 0
+            if not bytearray_empty(buf, KEEP_QUERY_ALLOC):
                 PyByteArray_Resize(buf, 0)
-            buf += data
+        return bytearray_append(buf, data, n)
 
     cpdef Py_ssize_t buffered(self):
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
@@ -294,8 +303,9 @@ cdef class RequestParser:
 
     cpdef compact(self):
         if self.pos:
-            if self.pos == PyByteArray_GET_SIZE(self.buf):
-                PyByteArray_Resize(self.buf, 0)  # all consumed (the usual batch end)
+            if self.pos == PyByteArray_GET_SIZE(self.buf):  # all consumed (the usual end)
+                if not bytearray_empty(self.buf, KEEP_QUERY_ALLOC):  # (a big one given back)
+                    PyByteArray_Resize(self.buf, 0)
             else:
                 del self.buf[:self.pos]
             self.pos = 0

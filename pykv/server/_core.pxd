@@ -3,6 +3,7 @@
 # members instead of through Python attribute lookups.
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 
+from pykv.net._readmux cimport ReadTarget
 from pykv.protocol._parser cimport RequestParser
 
 
@@ -72,7 +73,7 @@ cdef class ServerCore:
     cdef list _name_cache
 
 
-cdef class ClientCore:
+cdef class ClientCore(ReadTarget):
     cdef public ServerCore server
     cdef public object conn, db, multi, blocked, last_cmd, propagate_override
     cdef public RequestParser parser
@@ -122,6 +123,9 @@ cdef class ClientCore:
     cdef readonly int direct_fd
     cdef object _tx_backlog
 
+    cdef int read_ready(self, const char *data, Py_ssize_t n) except -1
+    cdef int _received(self, Py_ssize_t n) except -1
+    cdef int _serve_input(self) except -1
     cdef bint _limits_reached(self) except -1
     cdef _flush(self)
     cdef _write_out(self)

@@ -31,6 +31,7 @@ from pykv import errors
 from pykv.protocol._parser import ProtocolError
 from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 
+from pykv.protocol._bytebuf cimport bytearray_empty
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport append_raw, write_reply
 from pykv.storage.keyspace cimport Clock, wall_time
@@ -101,22 +102,6 @@ cdef extern from "<sys/socket.h>" nogil:
     enum:
         MSG_NOSIGNAL
         MSG_DONTWAIT
-
-cdef extern from *:
-    """
-    /* Empty a bytearray in place, keeping its allocation, when no buffer view of it is
-       exported and the allocation is at most `keep` bytes: 1 if done, else 0. */
-    static int pykv_bytearray_empty(PyObject *o, Py_ssize_t keep) {
-        PyByteArrayObject *b = (PyByteArrayObject *)o;
-        if (b->ob_exports != 0 || b->ob_bytes == NULL || b->ob_alloc > keep)
-            return 0;
-        Py_SET_SIZE(b, 0);
-        b->ob_start = b->ob_bytes;
-        b->ob_bytes[0] = '\\0';
-        return 1;
-    }
-    """
-    bint pykv_bytearray_empty(object o, Py_ssize_t keep) noexcept
 
 # an output buffer sent whole is emptied and kept for the next replies up to this allocation
 # (Redis's own reply buffer, PROTO_REPLY_CHUNK_BYTES); a bigger one is replaced
@@ -332,19 +317,37 @@ cdef class ClientCore:
         (RDMA hands a view of its receive window; the parser copies it)."""
         if self.closing:
             return
-        cdef Py_ssize_t n = len(data)
-        cdef ServerCore server = self.server
-        self.net_in += n
-        server.stat_net_input_bytes += n
-        self.last_interaction = wall_time()  # (time.time(), read in C)
+        self._received(len(data))
         self.parser.feed(data)
+        self._serve_input()
+
+    cdef int read_ready(self, const char *data, Py_ssize_t n) except -1:
+        """Bytes read from the socket in C (pykv.net._readmux: plain TCP/unix clients),
+        valid during this call only: what ``on_data`` does, without a Python call."""
+        if self.closing:
+            return 0
+        self._received(n)
+        self.parser.feed_raw(data, n)
+        self._serve_input()
+        return 0
+
+    cdef int _received(self, Py_ssize_t n) except -1:
+        self.net_in += n
+        self.server.stat_net_input_bytes += n
+        self.last_interaction = wall_time()  # (time.time(), read in C)
+        return 0
+
+    cdef int _serve_input(self) except -1:
+        """Run the commands received, then send the replies."""
+        cdef ServerCore server = self.server
         # (called through the class: a C call without the Python-override lookup a cpdef
         # makes on an instance with a __dict__, ~450 instructions, as its cache holds one
         # client's dict version and clients alternate; nothing overrides these)
         ClientCore.process_input(self)
         if server.client_evict_on and server.client_evictor.check(self):
-            return
+            return 0
         self._flush()
+        return 0
 
     def send_directly(self, int fd, object backlog):
         """Send replies to socket ``fd`` from C while ``backlog()`` (the transport's
@@ -731,7 +734,7 @@ cdef class ClientCore:
             if self.direct_fd >= 0:
                 sent = self._send_direct(out, n)
             if sent == n:  # all in the kernel: the buffer is emptied for the next replies
-                if not pykv_bytearray_empty(out, KEEP_OUT_ALLOC):
+                if not bytearray_empty(out, KEEP_OUT_ALLOC):
                     self.out = bytearray()  # (a big one is given back)
             else:  # the transport sends the rest (it holds on to the buffer meanwhile)
                 self.out = bytearray()
