@@ -28,6 +28,7 @@ PYX_MODULES = [
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
     "pykv/net/_readmux.pyx",  # client sockets read from C (one epoll set per loop)
+    "pykv/net/_sockopt.pyx",  # socket options of every accepted connection
     "pykv/server/_core.pyx",
     "pykv/storage/_aof_feed.pyx",  # the AOF buffer the dispatcher feeds
     "pykv/storage/_listpack.pyx",  # small hashes/zsets packed in one buffer

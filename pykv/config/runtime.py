@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pykv import errors
 from pykv.config.values import ConfigError
+from pykv.net._sockopt import set_keepalive
 from pykv.net.base import Listener, ListenerSpec
 from pykv.net.tcp import bind_sockets
 from pykv.protocol.types import ErrorReply
@@ -127,7 +128,7 @@ class RuntimeEffects:
         ``protected-mode`` is on, no password is set and the client is not local."""
         cfg = self.server.config
         if cfg.tcp_keepalive and conn.type_name == "tcp":
-            set_keepalive(conn.fd(), cfg.tcp_keepalive)
+            set_keepalive(conn.fd(), cfg.tcp_keepalive)  # (in C: pykv.net._sockopt)
         if cfg.protected_mode and not cfg.requirepass and not is_local(conn):
             return errors.PROTECTED_MODE_DENIED
         return None
@@ -180,25 +181,6 @@ class RuntimeEffects:
             os.chdir(value)
         except OSError as exc:
             raise ConfigError(exc.strerror or str(exc)) from None
-
-
-def set_keepalive(fd: int, interval: int) -> None:
-    """Redis's ``anetKeepAlive``: probes after ``interval`` s idle, every interval/3 s, 3 of
-    them."""
-    if fd < 0:
-        return
-    try:
-        sock = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return
-    with sock:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, interval // 3))
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
-        except (OSError, AttributeError):
-            pass
 
 
 def is_local(conn: Any) -> bool:

@@ -13,10 +13,10 @@ connections and clients that are not a ``ReadTarget`` keep the transport's own r
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 from pykv.net._readmux import ReadTarget, read_mux
+from pykv.net._sockopt import set_nodelay
 from pykv.net.base import AcceptFn, Connection, ConnectionHandler
 
 
@@ -47,10 +47,7 @@ class StreamConnection(asyncio.Protocol, Connection):
         self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         if self.type_name != "unix" and sock is not None:  # tcp, tls
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
+            set_nodelay(sock.fileno())
         if self.type_name == "unix":
             self._peer = format_address(transport.get_extra_info("sockname"), "unix")
             self._local = self._peer

@@ -207,3 +207,22 @@ def test_an_exception_in_the_client_drops_that_connection_only():
         other[1].close()
 
     _run(scenario)
+
+
+def test_accepted_tcp_sockets_get_nodelay_and_redis_keepalive():
+    """The options set in C at accept (pykv.net._sockopt): TCP_NODELAY, and Redis's
+    anetKeepAlive for tcp-keepalive (300 by default: idle 300 s, every 100 s, 3 probes)."""
+    async def scenario(server, loop, path):
+        reader, writer = await _open(server, "tcp", path)
+        await _call(reader, writer, "PING", expect=b"+PONG\r\n")
+        (client,) = server.clients.values()
+        with socket.socket(fileno=os.dup(client.conn.fd())) as sock:
+            opts = [sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+                    sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                    sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                    sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                    sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT)]
+        assert [bool(opts[0]), bool(opts[1])] + opts[2:] == [True, True, 300, 100, 3]
+        writer.close()
+
+    _run(scenario)
