@@ -7,6 +7,8 @@ per-client state elsewhere (transactions, pub/sub, tracking) drop it through
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pykv import errors
 from pykv.acl.check import log_denial
 from pykv.commands.acl import login, redact
@@ -17,6 +19,11 @@ from pykv.protocol import OK, PONG, ErrorReply, SimpleString
 
 @command("ping")
 def ping(c, argv):
+    return _ping(c, argv)
+
+
+def _ping(c: Any, argv: list) -> Any:
+    # (typed in connection.pxd)
     if len(argv) > 2:
         raise errors.wrong_arity("ping")
     # the subscription sets, not the ``subscriptions`` property: PING is a benchmark hot path
