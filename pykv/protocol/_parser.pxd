@@ -9,7 +9,8 @@ cdef class RequestParser:
     cdef Py_ssize_t pos
     cdef long long multibulklen
     cdef long long bulklen
-    cdef list argv
+    cdef list argv  # the arguments of a command being parsed: ``argc`` filled so far
+    cdef Py_ssize_t argc
     cdef bytes last_name  # the previous command's name, handed out again when it repeats
     cdef public long long max_bulk_len
     cdef public bint auth_required

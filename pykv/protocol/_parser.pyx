@@ -16,7 +16,8 @@ from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAnd
                                  PyByteArray_GET_SIZE, PyByteArray_Resize)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.limits cimport INT_MAX, LLONG_MAX, ULLONG_MAX
-from cpython.list cimport PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from libc.string cimport memchr, memcmp
 
 from pykv.protocol._bytebuf cimport bytearray_append, bytearray_empty
@@ -26,6 +27,7 @@ DEF INLINE_MAX_SIZE = 65536
 # an emptied query buffer keeps its allocation up to this size for the next request (a
 # bigger one, left by a big argument or pipeline, is given back)
 DEF KEEP_QUERY_ALLOC = 4096
+DEF ARGV_PREALLOC = 1024  # argument slots made before the arguments arrive (Redis's too)
 
 
 class ProtocolError(Exception):
@@ -290,10 +292,11 @@ cdef class RequestParser:
         count and total length of the arguments of a command parsed only in part."""
         cdef Py_ssize_t argv_len = 0
         cdef Py_ssize_t argc = 0
+        cdef Py_ssize_t i
         if self.argv is not None:
-            argc = len(self.argv)
-            for a in self.argv:
-                argv_len += len(<bytes>a)
+            argc = self.argc
+            for i in range(argc):
+                argv_len += PyBytes_GET_SIZE(<bytes><object>PyList_GET_ITEM(self.argv, i))
         return (PyByteArray_GET_SIZE(self.buf),
                 self.bulklen if self.multibulklen else -1, argc, argv_len)
 
@@ -402,6 +405,7 @@ cdef class RequestParser:
         cdef Py_ssize_t nl
         cdef long long ll
         cdef list argv
+        cdef bytes arg
         if self.multibulklen == 0:
             nl = quick_len(p, self.pos + 1, end, &ll)  # get_command saw the '*'
             if nl < 0:
@@ -418,7 +422,10 @@ cdef class RequestParser:
             if ll <= 0:
                 return []
             self.multibulklen = ll
-            self.argv = []
+            # (sized for its arguments up front, as Redis allocates argv: slots filled as
+            # they arrive, ``argc`` of them so far; at most 1024 before they do arrive)
+            self.argv = PyList_New(ll if ll <= ARGV_PREALLOC else ARGV_PREALLOC)
+            self.argc = 0
             self.bulklen = -1
         while self.multibulklen:
             if self.bulklen == -1:
@@ -442,10 +449,16 @@ cdef class RequestParser:
                 self.bulklen = ll
             if end - self.pos < self.bulklen + 2:
                 return None
-            if PyList_GET_SIZE(self.argv) == 0:
-                self.argv.append(self._name(p + self.pos, self.bulklen))
+            if self.argc == 0:
+                arg = self._name(p + self.pos, self.bulklen)
             else:
-                self.argv.append(PyBytes_FromStringAndSize(p + self.pos, self.bulklen))
+                arg = PyBytes_FromStringAndSize(p + self.pos, self.bulklen)
+            if self.argc < PyList_GET_SIZE(self.argv):
+                Py_INCREF(arg)  # (SET_ITEM steals a reference)
+                PyList_SET_ITEM(self.argv, self.argc, arg)
+            else:
+                self.argv.append(arg)
+            self.argc += 1
             self.pos += self.bulklen + 2
             self.bulklen = -1
             self.multibulklen -= 1
