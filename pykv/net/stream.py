@@ -41,6 +41,7 @@ class StreamConnection(asyncio.Protocol, Connection):
         self._closed = False
         self._mux: Any = None  # the ReadMux reading this socket, if one does
         self._fd = -1
+        self._paused = False  # pause_reading: the mux must not read either when it takes over
 
     # asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -84,6 +85,8 @@ class StreamConnection(asyncio.Protocol, Connection):
         self.transport.pause_reading()
         mux.add(fd, self.handler, self._reads_back, self._read_failed)
         self._mux, self._fd = mux, fd
+        if self._paused:
+            mux.pause(fd, self.handler)
 
     def _reads_back(self) -> None:
         """The mux met EOF or an error: the transport reads again, meets the same and
@@ -160,12 +163,14 @@ class StreamConnection(asyncio.Protocol, Connection):
         return self.transport.get_write_buffer_size() if self.transport else 0
 
     def pause_reading(self) -> None:
+        self._paused = True
         if self._mux is not None:
             self._mux.pause(self._fd, self.handler)
         elif self.transport is not None and not self._closed:
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:
+        self._paused = False
         if self._mux is not None:
             self._mux.resume(self._fd, self.handler)
         elif self.transport is not None and not self._closed:

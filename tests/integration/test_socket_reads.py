@@ -164,6 +164,33 @@ def test_pause_holds_bytes_back_until_resume():
     _run(scenario)
 
 
+def test_a_pause_before_the_mux_takes_over_holds(monkeypatch):
+    """pause_reading at accept, before the callback that moves the socket to the mux: the
+    mux must not read it either until resume_reading."""
+    from pykv.server.server import Server
+
+    accept = Server.accept
+
+    def accept_paused(self, conn):
+        conn.pause_reading()
+        return accept(self, conn)
+
+    monkeypatch.setattr(Server, "accept", accept_paused)
+
+    async def scenario(server, loop, path):
+        reader, writer = await _open(server, "tcp", path)
+        writer.write(encode_command("PING"))
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(reader.readexactly(7), 0.3)
+        (client,) = server.clients.values()
+        assert client.conn._mux is read_mux(loop)
+        client.conn.resume_reading()
+        assert await asyncio.wait_for(reader.readexactly(7), 5) == b"+PONG\r\n"
+        writer.close()
+
+    _run(scenario)
+
+
 @pytest.mark.parametrize("kind", ["tcp", "unix"])
 def test_a_request_bigger_than_a_read_arrives_whole(kind):
     async def scenario(server, loop, path):
