@@ -17,6 +17,7 @@ cdef class RequestParser:
 
     cpdef feed(self, data)
     cdef int feed_raw(self, const char *data, Py_ssize_t n) except -1
+    cdef int _drop_consumed(self) except -1
     cpdef Py_ssize_t buffered(self)
     cpdef tuple mem_state(self)
     cpdef bytes peek(self, Py_ssize_t n)

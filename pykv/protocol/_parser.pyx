@@ -24,9 +24,7 @@ from pykv.protocol._bytebuf cimport bytearray_append, bytearray_empty
 from pykv.protocol._decimal cimport LL_DIGITS_SIZE, ll_digits
 
 DEF INLINE_MAX_SIZE = 65536
-# an emptied query buffer keeps its allocation up to this size for the next request (a
-# bigger one, left by a big argument or pipeline, is given back)
-DEF KEEP_QUERY_ALLOC = 4096
+DEF KEEP_QUERY_ALLOC = 4096  # an emptied query buffer keeps this much for the next request
 DEF ARGV_PREALLOC = 1024  # argument slots made before the arguments arrive (Redis's too)
 
 
@@ -262,24 +260,30 @@ cdef class RequestParser:
         self.auth_required = False
 
     cpdef feed(self, data):
-        if type(data) is bytes:  # (a socket read through the transport)
+        """Append ``data``: ``bytes`` (a transport's read) or any contiguous buffer (RDMA
+        hands a view of its receive window, valid during this call only)."""
+        cdef const unsigned char[::1] view
+        if type(data) is bytes:
             self.feed_raw(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
             return
-        cdef bytearray buf = self.buf
-        if self.pos and self.pos == PyByteArray_GET_SIZE(buf):  # all consumed: start over
-            self.pos = 0
-            PyByteArray_Resize(buf, 0)
-        buf += data
+        view = data
+        if view.shape[0]:
+            self.feed_raw(<const char *>&view[0], view.shape[0])
 
     cdef int feed_raw(self, const char *data, Py_ssize_t n) except -1:
         """Append ``n`` bytes at ``data`` (a socket read, pykv.net._readmux): C calls
         only, in the buffer's own allocation while it has room."""
-        cdef bytearray buf = self.buf
-        if self.pos and self.pos == PyByteArray_GET_SIZE(buf):  # all consumed: start over
+        self._drop_consumed()
+        return bytearray_append(self.buf, data, n)
+
+    cdef int _drop_consumed(self) except -1:
+        """Once every byte received is consumed, start the buffer over: emptied in place
+        (a big one, left by a big argument or pipeline, is given back)."""
+        if self.pos and self.pos == PyByteArray_GET_SIZE(self.buf):
             self.pos = 0
-            if not bytearray_empty(buf, KEEP_QUERY_ALLOC):
-                PyByteArray_Resize(buf, 0)
-        return bytearray_append(buf, data, n)
+            if not bytearray_empty(self.buf, KEEP_QUERY_ALLOC):
+                PyByteArray_Resize(self.buf, 0)
+        return 0
 
     cpdef Py_ssize_t buffered(self):
         """Bytes received and not yet consumed (what Redis counts as the query buffer)."""
@@ -305,12 +309,9 @@ cdef class RequestParser:
         return bytes(self.buf[self.pos:self.pos + n])
 
     cpdef compact(self):
+        self._drop_consumed()  # (all consumed: the usual end of a batch)
         if self.pos:
-            if self.pos == PyByteArray_GET_SIZE(self.buf):  # all consumed (the usual end)
-                if not bytearray_empty(self.buf, KEEP_QUERY_ALLOC):  # (a big one given back)
-                    PyByteArray_Resize(self.buf, 0)
-            else:
-                del self.buf[:self.pos]
+            del self.buf[:self.pos]
             self.pos = 0
 
     cpdef reset(self):

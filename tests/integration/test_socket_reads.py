@@ -253,3 +253,24 @@ def test_accepted_tcp_sockets_get_nodelay_and_redis_keepalive():
         writer.close()
 
     _run(scenario)
+
+
+def test_partial_commands_count_only_the_arguments_received():
+    """The argv list is made at its announced size (at most 1024 slots up front): the
+    memory figures count the arguments received so far, and a command of more arguments
+    than that arrives whole."""
+    from pykv.protocol._parser import RequestParser
+
+    parser = RequestParser()
+    parser.feed(b"*1000000\r\n$3\r\nabc\r\n$2\r\nde\r\n$4\r\nfg")
+    assert parser.get_command() is None
+    assert parser.mem_state()[1:] == (4, 2, 5)
+    parser.reset()
+    args = [b"a%d" % i for i in range(3000)]
+    data = b"*3000\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    for i in range(0, len(data), 997):  # (arriving in pieces)
+        parser.feed(memoryview(data)[i:i + 997])
+        if i + 997 < len(data):
+            assert parser.get_command() is None
+    assert parser.get_command() == args
+    assert parser.mem_state()[1:] == (-1, 0, 0)
