@@ -82,8 +82,11 @@ class StreamConnection(asyncio.Protocol, Connection):
         mux = read_mux(asyncio.get_running_loop())
         if mux is None:
             return
-        self.transport.pause_reading()
-        mux.add(fd, self.handler, self._reads_back, self._read_failed)
+        try:
+            mux.add(fd, self.handler, self._reads_back, self._read_failed)
+        except OSError:  # (epoll refused it, e.g. max_user_watches): the transport reads on
+            return
+        self.transport.pause_reading()  # (no read can come between: one callback)
         self._mux, self._fd = mux, fd
         if self._paused:
             mux.pause(fd, self.handler)

@@ -255,6 +255,28 @@ def test_accepted_tcp_sockets_get_nodelay_and_redis_keepalive():
     _run(scenario)
 
 
+def test_a_socket_the_mux_cannot_watch_stays_with_its_transport(monkeypatch):
+    """epoll refusing a socket (its watch limit) must not leave the client unread."""
+    import pykv.net.stream as stream
+
+    class Refusing:
+        def add(self, *args):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(stream, "read_mux", lambda loop: Refusing())
+
+    async def scenario(server, loop, path):
+        reader, writer = await _open(server, "tcp", path)
+        for _ in range(3):  # (the first read may come before the switch: later ones after)
+            await _call(reader, writer, "PING", expect=b"+PONG\r\n")
+            await asyncio.sleep(0.05)
+        (client,) = server.clients.values()
+        assert client.conn._mux is None
+        writer.close()
+
+    _run(scenario)
+
+
 def test_partial_commands_count_only_the_arguments_received():
     """The argv list is made at its announced size (at most 1024 slots up front): the
     memory figures count the arguments received so far, and a command of more arguments
