@@ -105,12 +105,6 @@ cdef class ReadMux:
             close(self.epfd)
             self.epfd = -1
 
-    def close(self) -> None:
-        """Stop: the loop forgets the epoll descriptor (the loop must still be open)."""
-        if self.epfd >= 0 and not self.loop.is_closed():
-            self.loop.remove_reader(self.epfd)
-        self._free()
-
     def add(self, int fd, ReadTarget target, release, fault) -> None:
         """Read socket ``fd`` for ``target`` from now on (its transport must not read)."""
         cdef _Slot slot = _Slot.__new__(_Slot)
