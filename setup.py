@@ -27,6 +27,7 @@ PYX_MODULES = [
     "pykv/storage/rdb/_load.pyx",
     "pykv/storage/_numeric.pyx",
     "pykv/storage/_hll.pyx",
+    "pykv/util/_byteio.pyx",  # the C hand-offs between a transport and its client
     "pykv/net/_readmux.pyx",  # client sockets read from C (one epoll set per loop)
     "pykv/net/_sockopt.pyx",  # socket options of every accepted connection
     "pykv/server/_core.pyx",

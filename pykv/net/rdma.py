@@ -2,9 +2,11 @@
 
 ``--listener rdma,bind=IP,port=P[,rx-size=N][,comp-vector=N][,backend=B]`` (B: ``soft``,
 ``ibverbs`` or ``pyverbs``; or the ``rdma-bind``/``rdma-port`` configs) opens one CM
-listener per bind address. Each CM event channel fd and each connection's
-completion-channel fd (plus, on the software fabric, its wire fd) is watched by the server's event loop; the dispatcher sees an ordinary
-``Connection``. As in Valkey, there is no writability event: output that does not fit the
+listener per bind address. Each CM event channel fd is watched by the server's event
+loop, and each connection's completion-channel fd (plus, on the software fabric, its wire
+fd) by the loop's ``ReadMux`` (pykv.net._readmux), which calls the endpoint from C; the
+dispatcher sees an ordinary ``Connection``, whose requests and replies pass by C calls
+(pykv.util._byteio). As in Valkey, there is no writability event: output that does not fit the
 peer's window waits for its next RegisterXferMemory, and connections with work left after
 a CQ drain are processed again on the next loop iteration (``has_pending_data``).
 
@@ -18,6 +20,7 @@ import logging
 import time
 from typing import Any
 
+from pykv.net._readmux import read_mux
 from pykv.net.base import (
     AcceptFn,
     Connection,
@@ -57,14 +60,14 @@ class RdmaConnection(Connection):
         self.handler: ConnectionHandler | None = None
         self.closing = False
         self.closed = False
-        self._fds: list[int] = []
+        self._fds: list[int] = []   # watched for input: by the loop's ReadMux (_mux_fds)
+        self._mux_fds: set[int] = set()   # or by a loop callback each
+        self._mux: Any = None
         self._wfds: set[int] = set()
-        # the hot path's state in as few attribute lookups as possible: the endpoint's
-        # entry points (None once torn down), and whether _after must run after every event
-        # (closing, or fds watched for writability) rather than only when flags are set
-        self._on_event = self.endpoint.on_event
-        self._send = self.endpoint.send
-        self._always_after = False
+        # the endpoint reports what an event left to do (EV_* flags) to _after, after every
+        # event while ``always_after`` (closing, or fds watched for writability)
+        self.endpoint.after = self._after
+        self._send = self.endpoint.send   # (None once torn down)
         self._timer: asyncio.TimerHandle | None = None
         self._close_timer: asyncio.TimerHandle | None = None
         self._pending_scheduled = False
@@ -75,26 +78,42 @@ class RdmaConnection(Connection):
         if self.closed:  # the server refused it at once (e.g. maxclients)
             handler.on_close()
             return
-        self.endpoint.on_data = handler.on_data   # straight to the handler, until close()
-        self.loop.add_reader(self.qp.comp_fd, self._on_comp)
-        self._fds.append(self.qp.comp_fd)
-        for fd in self.qp.aux_fds():
-            self.loop.add_reader(fd, self._on_aux, fd)
-            self._fds.append(fd)
+        # straight to the handler until close(): a Client takes the bytes and gives its
+        # replies by C calls (no Python frame per request), anything else by on_data/write
+        sink = self.endpoint.attach(handler)
+        if sink is not None and hasattr(handler, "send_through"):
+            handler.send_through(sink)
+        # the endpoint is called for its fds (and calls _after only when flags are set) by
+        # the loop's reader, in the callback that serves the socket clients, else by a
+        # loop callback each
+        self._mux = read_mux(self.loop)
+        for fd in [self.qp.comp_fd, *self.qp.aux_fds()]:
+            self._watch(fd)
 
-    def _on_aux(self, fd: int) -> None:
-        on_event = self._on_event
-        if on_event is not None:
-            flags = on_event(fd)
-            if flags or self._always_after:
-                self._after(flags, fd)
+    def _watch(self, fd: int) -> None:
+        self._fds.append(fd)
+        if self._mux is not None:
+            try:
+                self._mux.watch(fd, self.endpoint, self._event_failed)
+                self._mux_fds.add(fd)
+                return
+            except OSError:  # (epoll refused it): a loop callback of its own
+                pass
+        if fd == self.qp.comp_fd:
+            self.loop.add_reader(fd, self.endpoint.comp_ready)
+        else:
+            self.loop.add_reader(fd, self.endpoint.aux_ready, fd)
 
-    def _on_comp(self) -> None:
-        on_event = self._on_event
-        if on_event is not None:
-            flags = on_event(-1)
-            if flags or self._always_after:
-                self._after(flags)
+    def _event_failed(self, exc: Exception) -> None:
+        """An exception out of the endpoint's event handling (the client's, mostly):
+        reported as the loop reports one out of a callback, and the connection dropped."""
+        self.loop.call_exception_handler({
+            "message": "RDMA: handling a completion event failed", "exception": exc})
+        self._teardown()
+
+    def _stop_sending_through(self) -> None:
+        if self.handler is not None and hasattr(self.handler, "send_through"):
+            self.handler.send_through(None)
 
     def _after(self, flags: int, fd: int = -1) -> None:
         """What an event or a write left to do (the endpoint's EV_* flags)."""
@@ -127,7 +146,7 @@ class RdmaConnection(Connection):
         for fd in self._wfds - want:
             self.loop.remove_writer(fd)
         self._wfds = want
-        self._always_after = self.closing or bool(want)
+        self.endpoint.always_after = self.closing or bool(want)
 
     def _on_writable(self, fd: int) -> None:
         if not self.closed:
@@ -137,7 +156,7 @@ class RdmaConnection(Connection):
     def _run_pending(self) -> None:
         self._pending_scheduled = False
         if not self.closed:
-            self.process_pending_data()
+            self.endpoint.comp_ready()
 
     def _drop_data(self, data: bytes) -> None:
         """Input before start() or after close(): nobody is reading it."""
@@ -165,14 +184,18 @@ class RdmaConnection(Connection):
     def _unwatch(self, fd: int) -> None:
         if fd in self._fds:
             self._fds.remove(fd)
-            self.loop.remove_reader(fd)
+            if fd in self._mux_fds:
+                self._mux_fds.discard(fd)
+                self._mux.remove(fd, self.endpoint)
+            else:
+                self.loop.remove_reader(fd)
 
     # -- Connection interface ---------------------------------------------------------------
     def write(self, data: bytes | bytearray) -> None:
         send = self._send
         if send is not None:
             flags = send(data)
-            if flags or self._always_after:
+            if flags or self.endpoint.always_after:
                 self._after(flags)
 
     def close(self) -> None:
@@ -180,8 +203,9 @@ class RdmaConnection(Connection):
         if self.closed or self.closing:
             return
         self.closing = True
-        self._always_after = True
-        self.endpoint.on_data = self._drop_data
+        self.endpoint.always_after = True
+        self.endpoint.detach()
+        self._stop_sending_through()   # replies (the last ones) go through write()
         if self.endpoint.idle():
             self._teardown()
             return
@@ -210,7 +234,7 @@ class RdmaConnection(Connection):
         return not self.closed and self.endpoint.has_pending()
 
     def process_pending_data(self) -> None:
-        self._on_comp()
+        self.endpoint.comp_ready()
 
     # -- teardown ---------------------------------------------------------------------------
     def on_cm_closed(self, event_type: int) -> None:
@@ -227,7 +251,12 @@ class RdmaConnection(Connection):
         if self.closed:
             return
         self.closed = True
-        self._on_event = self._send = None
+        self._send = None
+        self._stop_sending_through()
+        # (cycles: the endpoint holds this connection's _after and the client, both of
+        # which hold the endpoint)
+        self.endpoint.after = None
+        self.endpoint.detach()
         for handle in (self._timer, self._close_timer):
             if handle is not None:
                 handle.cancel()

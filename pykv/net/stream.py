@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pykv.net._readmux import ReadTarget, read_mux
+from pykv.net._readmux import read_mux
 from pykv.net._sockopt import set_nodelay
 from pykv.net.base import AcceptFn, Connection, ConnectionHandler
+from pykv.util._byteio import ReadTarget
 
 
 def format_address(addr: Any, type_name: str) -> str:

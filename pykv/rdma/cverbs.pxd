@@ -11,6 +11,8 @@ cdef class CMemoryRegion:
     cpdef bytes read(self, Py_ssize_t offset, Py_ssize_t n)
     cpdef write(self, Py_ssize_t offset, data)
     cpdef view(self, Py_ssize_t offset, Py_ssize_t n)
+    cdef char *span(self, Py_ssize_t offset, Py_ssize_t n) except NULL
+    cdef int write_from(self, Py_ssize_t offset, const char *data, Py_ssize_t n) except -1
 
 
 # one work completion as a C struct (``CQueuePair.poll_wc``): ``imm`` in host byte order,
@@ -36,6 +38,9 @@ cdef class CQueuePair:
     cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
                                 unsigned long long remote_addr, unsigned int rkey,
                                 unsigned int imm, bint signaled)
+    cdef int post_inline(self, unsigned long long wr_id, const char *data, Py_ssize_t n,
+                         unsigned long long remote_addr, unsigned int rkey, unsigned int imm,
+                         bint signaled) except -1
     cpdef bint get_cq_event(self)
     cpdef ack_cq_events(self, long long n)
     cpdef req_notify(self)

@@ -35,6 +35,14 @@ cdef class CMemoryRegion:
     cpdef view(self, Py_ssize_t offset, Py_ssize_t n):
         raise NotImplementedError
 
+    cdef char *span(self, Py_ssize_t offset, Py_ssize_t n) except NULL:
+        """The region's memory at ``[offset, offset + n)`` (checked), no copy."""
+        raise NotImplementedError
+
+    cdef int write_from(self, Py_ssize_t offset, const char *data, Py_ssize_t n) except -1:
+        """``write`` from C memory."""
+        raise NotImplementedError
+
 
 cdef class CQueuePair:
     cpdef post_recv(self, unsigned long long wr_id, mr, Py_ssize_t offset, Py_ssize_t length):
@@ -50,6 +58,12 @@ cdef class CQueuePair:
                                 unsigned int imm, bint signaled):
         """RDMA_WRITE_WITH_IMM with IBV_SEND_INLINE: the payload is taken from ``data``
         at post time (no MR, no lkey), for payloads up to ``max_inline_data``."""
+        raise NotImplementedError
+
+    cdef int post_inline(self, unsigned long long wr_id, const char *data, Py_ssize_t n,
+                         unsigned long long remote_addr, unsigned int rkey, unsigned int imm,
+                         bint signaled) except -1:
+        """``post_write_imm_inline`` of the ``n`` bytes at ``data``."""
         raise NotImplementedError
 
     cpdef bint get_cq_event(self):

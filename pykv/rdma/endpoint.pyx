@@ -14,6 +14,12 @@ window accounting, the reply write path) runs as C. A backend built on ``cverbs`
 software fabric, the libibverbs backend) is called through C vtables, and one with
 ``native_wc`` (libibverbs) is polled into a C array of completions; any other (pyverbs)
 through its Python methods, bound once per connection.
+
+Driven by an event loop (``pykv.net.rdma``), a request costs no Python frame: the loop
+calls ``comp_ready`` itself, the unread span goes to the client's ``read_ready`` as a
+pointer into the RX window (``attach``), and a reply that can leave at once is posted by
+``take`` from the client's output buffer (``pykv.util._byteio``). The driver's Python
+``after`` runs only when an event left something to do (the EV_* flags).
 """
 from pykv.rdma import verbs as v
 from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
@@ -27,6 +33,8 @@ from pykv.rdma.session import (
 
 from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair, wc_t
 from pykv.rdma.session cimport PostSend, PostWrite, Session
+from pykv.rdma.window cimport TxWindow
+from pykv.util._byteio cimport FdTarget, ReadTarget, ReplySink
 
 from pykv.rdma.verbs import (
     WC_RDMA_WRITE,
@@ -56,13 +64,25 @@ cdef int _WC_WRITE = WC_RDMA_WRITE
 cdef object _WRITE_WR_ID = WRITE_WR_ID
 cdef unsigned long long _WRITE_WR_ID_C = WRITE_WR_ID
 cdef object _ProtocolViolation = ProtocolViolation
+cdef long long _CTRL_RESERVE = 16   # (session.pyx's: SQ entries kept for control messages)
 cdef object _VerbsError = v.VerbsError
 
 
-cdef class Endpoint:
+cdef _ignore(data):
+    """Input with nobody to read it (``detach``)."""
+
+
+cdef class Endpoint(FdTarget):
     """Binds a ``Session`` to a ``QueuePair``."""
 
     cdef public object qp, on_data, ctrl_mr, rx_mr, tx_mr, error
+    # an event-loop driver's callback for what an event left to do: ``after(flags, fd)``
+    # with the EV_* flags, called when they are not 0, or always while ``always_after``
+    cdef public object after
+    cdef public bint always_after
+    cdef ReadTarget _target   # the reader, when it takes the bytes by a C call (attach)
+    cdef object _replies      # its _ReplyPort (attach), or None
+    cdef int _comp_fd         # the completion channel's fd (fd_ready: on_event(-1))
     cdef public Session session
     cdef public long long peer_windows
     cdef public bint first_inbound
@@ -93,6 +113,7 @@ cdef class Endpoint:
         self._get_cq_event = qp.get_cq_event
         self._req_notify = qp.req_notify
         self._rx_view = self.rx_mr.view
+        self._comp_fd = getattr(qp, "comp_fd", -1)
         if isinstance(qp, CQueuePair) and isinstance(self.ctrl_mr, CMemoryRegion) \
                 and isinstance(self.rx_mr, CMemoryRegion):
             self._cqp = <CQueuePair>qp
@@ -100,6 +121,26 @@ cdef class Endpoint:
             self._crx = <CMemoryRegion>self.rx_mr
 
     # -- setup ------------------------------------------------------------------------
+    def attach(self, reader):
+        """Deliver input to ``reader``: by a C call of its ``read_ready`` when it is a
+        ``ReadTarget`` and the RX window is C memory, else through ``reader.on_data``.
+        Returns the ``ReplySink`` its replies may be given to by C calls when the backend
+        posts from C, else None (they come through ``write``)."""
+        if isinstance(reader, ReadTarget) and self._crx is not None:
+            self._target = <ReadTarget>reader
+        else:
+            self._target = None
+            self.on_data = reader.on_data
+        if self._cqp is not None and self._replies is None:
+            self._replies = _ReplyPort(self)
+        return self._replies
+
+    def detach(self) -> None:
+        """Nobody reads from now on: what arrives is consumed and dropped."""
+        self._target = None
+        self.on_data = _ignore
+        self._replies = None
+
     def post_receives(self) -> None:
         for slot in range(RECV_SLOTS):
             self.qp.post_recv(slot, self.ctrl_mr, slot * MSG_SIZE, MSG_SIZE)
@@ -140,6 +181,28 @@ cdef class Endpoint:
                 self._failed(exc)
         self.handle_completions()
         return flags | self.status()
+
+    def comp_ready(self) -> None:
+        """The loop's reader callback for the completion channel: ``on_event(-1)``, then
+        ``after`` if there is something left to do."""
+        self._event(-1)
+
+    def aux_ready(self, int fd) -> None:
+        """The loop's reader callback for a fabric fd (``aux_fds``)."""
+        self._event(fd)
+
+    cdef int fd_ready(self, int fd) except -1:
+        """The loop's reader (pykv.net._readmux) saw ``fd`` readable."""
+        self._event(-1 if fd == self._comp_fd else fd)
+        return 0
+
+    cdef _event(self, int fd):
+        cdef int flags
+        if self._closed:
+            return
+        flags = self.on_event(fd)
+        if (flags or self.always_after) and self.after is not None:
+            self.after(flags, fd)
 
     cpdef int send(self, data):
         """``write`` for an event-loop driver: returns EV_* flags as ``on_event``."""
@@ -257,7 +320,18 @@ cdef class Endpoint:
         after that RegisterXferMemory, so the view is released before it can leave."""
         cdef Session session = self.session
         cdef long long start = session.rx.consumed, end = session.rx.written
-        if end > start:
+        if end > start and self._target is not None:
+            self._delivering = True
+            try:
+                self._target.read_ready(self._crx.span(start, end - start), end - start)
+            finally:
+                self._delivering = False
+            if self._closed:
+                return
+            session.consume(end - start)
+            if session.actions:
+                self._execute()
+        elif end > start:
             if self._crx is not None:
                 data = self._crx.view(start, end - start)
             else:
@@ -298,6 +372,44 @@ cdef class Endpoint:
         except BaseException as exc:
             self._failed(exc)
         return self.error
+
+    cdef Py_ssize_t _take(self, const char *data, Py_ssize_t n) except -1:
+        """A reply posted from C when it can leave at once, as ``Session.write``'s common
+        case: nothing queued before it, room in the peer's window and on the send queue,
+        no signaled write due. Anything else (0) goes through ``write``."""
+        cdef Session s = self.session
+        cdef TxWindow tx = s.tx
+        cdef CQueuePair cqp = self._cqp
+        cdef long long offset = tx.offset
+        if (cqp is None or self.error is not None or self._closed or s.pending_bytes
+                or n > tx.length - offset or s.unsignaled_run + 1 >= s.signal_every
+                or s.posted + 1 - s.released >= s.sq_depth - _CTRL_RESERVE or s.actions):
+            return 0
+        try:
+            if n <= cqp.max_inline_data:
+                cqp.post_inline(0, data, n, tx.addr + offset, tx.rkey, <unsigned int>n, False)
+            else:
+                tx_mr = self._staging()
+                if not isinstance(tx_mr, CMemoryRegion):
+                    return 0
+                (<CMemoryRegion>tx_mr).write_from(offset, data, n)
+                cqp.post_write_imm(0, tx_mr, offset, n, tx.addr + offset, tx.rkey,
+                                   <unsigned int>n, False)
+        except BaseException as exc:
+            self._failed(exc)
+            return 0   # write() now reports the error to its driver
+        tx.offset = offset + n
+        s.unsignaled_run += 1
+        s.posted += 1
+        s.writes_posted += 1
+        s.bytes_sent += n
+        # inside a CQ drain the driver sees the flags when it ends; outside one (a reply
+        # to a client woken by another's command, a publish) the fabric may have queued
+        # output that needs its fd watched
+        if not self._delivering and self.after is not None and (
+                self.always_after or cqp.has_output()):
+            self.after(self.status(), -1)
+        return n
 
     def send_fence(self):
         """A signaled Keepalive: its completion proves every earlier write was delivered."""
@@ -384,3 +496,16 @@ cdef class Endpoint:
             except OSError:
                 pass
             self.qp.close()
+
+
+cdef class _ReplyPort(ReplySink):
+    """An endpoint's ``ReplySink``: what a client's replies are handed to from C (the
+    endpoint's own base class is the loop reader's ``FdTarget``)."""
+
+    cdef Endpoint endpoint
+
+    def __cinit__(self, Endpoint endpoint):
+        self.endpoint = endpoint
+
+    cdef Py_ssize_t take(self, const char *data, Py_ssize_t n) except -1:
+        return self.endpoint._take(data, n)

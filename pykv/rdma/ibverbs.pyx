@@ -334,10 +334,18 @@ cdef class IbvMR(CMemoryRegion):
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            self._check(offset, view.len)
-            memcpy(self.base + offset, view.buf, view.len)
+            self.write_from(offset, <const char *>view.buf, view.len)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int write_from(self, Py_ssize_t offset, const char *data, Py_ssize_t n) except -1:
+        self._check(offset, n)
+        memcpy(self.base + offset, data, n)
+        return 0
+
+    cdef char *span(self, Py_ssize_t offset, Py_ssize_t n) except NULL:
+        self._check(offset, n)
+        return self.base + offset
 
     cpdef view(self, Py_ssize_t offset, Py_ssize_t n):
         """A read-only view of the region's memory, no copy: valid while the MR is
@@ -511,17 +519,23 @@ cdef class IbvQP(CQueuePair):
     cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
                                 unsigned long long remote_addr, unsigned int rkey,
                                 unsigned int imm, bint signaled):
-        # the provider copies an inline payload into the WQE during ibv_post_send
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            if view.len > self.max_inline_data:
-                raise _VerbsError(_errno.EINVAL, "inline data larger than max_inline_data")
-            self._post(wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, <uint64_t>view.buf, view.len, 0,
-                       remote_addr, rkey, imm,
-                       IBV_SEND_INLINE | (IBV_SEND_SIGNALED if signaled else 0))
+            self.post_inline(wr_id, <const char *>view.buf, view.len, remote_addr, rkey, imm,
+                             signaled)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int post_inline(self, unsigned long long wr_id, const char *data, Py_ssize_t n,
+                         unsigned long long remote_addr, unsigned int rkey, unsigned int imm,
+                         bint signaled) except -1:
+        # the provider copies an inline payload into the WQE during ibv_post_send
+        if n > self.max_inline_data:
+            raise _VerbsError(_errno.EINVAL, "inline data larger than max_inline_data")
+        self._post(wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, <uint64_t>data, n, 0, remote_addr, rkey,
+                   imm, IBV_SEND_INLINE | (IBV_SEND_SIGNALED if signaled else 0))
+        return 0
 
     cpdef bint get_cq_event(self):
         cdef ibv_cq *cq

@@ -273,20 +273,27 @@ cdef class SoftMR(CMemoryRegion):
 
     cpdef write(self, Py_ssize_t offset, data):
         cdef Py_buffer view
-        if not self.valid:
-            raise ValueError("write to a deregistered MR")
         if type(data) is bytes:
-            if offset < 0 or offset + len(<bytes>data) > self.length:
-                raise ValueError("write outside the MR")
-            memcpy(self.base + offset, PyBytes_AS_STRING(data), len(<bytes>data))
+            self.write_from(offset, PyBytes_AS_STRING(data), len(<bytes>data))
             return
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            if offset < 0 or offset + view.len > self.length:
-                raise ValueError("write outside the MR")
-            memcpy(self.base + offset, view.buf, view.len)
+            self.write_from(offset, <const char *>view.buf, view.len)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int write_from(self, Py_ssize_t offset, const char *data, Py_ssize_t n) except -1:
+        if not self.valid:
+            raise ValueError("write to a deregistered MR")
+        if offset < 0 or n < 0 or offset + n > self.length:
+            raise ValueError("write outside the MR")
+        memcpy(self.base + offset, data, n)
+        return 0
+
+    cdef char *span(self, Py_ssize_t offset, Py_ssize_t n) except NULL:
+        if not self.valid or offset < 0 or n < 0 or offset + n > self.length:
+            raise ValueError(f"span of {n} bytes at {offset} outside the MR")
+        return self.base + offset
 
     def dereg(self) -> None:
         if self.valid:
@@ -608,17 +615,23 @@ cdef class SoftQP(CQueuePair):
     cpdef post_write_imm_inline(self, unsigned long long wr_id, data,
                                 unsigned long long remote_addr, unsigned int rkey,
                                 unsigned int imm, bint signaled):
-        # this NIC reads a payload when the request is posted (it goes onto the wire at
-        # once or into outq), so inline data is the same operation without the MR
         cdef Py_buffer view
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            if view.len > self.max_inline_data:
-                raise v.VerbsError(_errno.EINVAL, "inline data larger than max_inline_data")
-            self._post(C_WRITE_IMM, wr_id, None, 0, view.len, remote_addr, rkey, imm,
-                       signaled, <const char *>view.buf)
+            self.post_inline(wr_id, <const char *>view.buf, view.len, remote_addr, rkey, imm,
+                             signaled)
         finally:
             PyBuffer_Release(&view)
+
+    cdef int post_inline(self, unsigned long long wr_id, const char *data, Py_ssize_t n,
+                         unsigned long long remote_addr, unsigned int rkey, unsigned int imm,
+                         bint signaled) except -1:
+        # this NIC reads a payload when the request is posted (it goes onto the wire at
+        # once or into outq), so inline data is the same operation without the MR
+        if n > self.max_inline_data:
+            raise v.VerbsError(_errno.EINVAL, "inline data larger than max_inline_data")
+        self._post(C_WRITE_IMM, wr_id, None, 0, n, remote_addr, rkey, imm, signaled, data)
+        return 0
 
     cpdef post_write(self, unsigned long long wr_id, mr, Py_ssize_t offset, Py_ssize_t length,
                      unsigned long long remote_addr, unsigned int rkey, bint signaled):

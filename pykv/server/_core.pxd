@@ -3,7 +3,7 @@
 # members instead of through Python attribute lookups.
 from cpython.bytearray cimport PyByteArray_GET_SIZE
 
-from pykv.net._readmux cimport ReadTarget
+from pykv.util._byteio cimport ReadTarget, ReplySink
 from pykv.protocol._parser cimport RequestParser
 
 
@@ -122,6 +122,9 @@ cdef class ClientCore(ReadTarget):
     # get_write_buffer_size, which must be 0 (nothing queued before) for a send to go
     cdef readonly int direct_fd
     cdef object _tx_backlog
+    # replies handed from C to a transport that takes what it can send at once (an RDMA
+    # endpoint, see send_through), or None
+    cdef ReplySink _sink
 
     cdef int read_ready(self, const char *data, Py_ssize_t n) except -1
     cdef int _received(self, Py_ssize_t n) except -1

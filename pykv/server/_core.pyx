@@ -357,6 +357,11 @@ cdef class ClientCore:
         self.direct_fd = fd if backlog is not None else -1
         self._tx_backlog = backlog if fd >= 0 else None
 
+    def send_through(self, ReplySink sink):
+        """Hand replies to ``sink`` from C (what it does not take goes through
+        ``conn.write``); None: stop. The RDMA connection type uses it (pykv.net.rdma)."""
+        self._sink = sink
+
     # -- processing --------------------------------------------------------------------
     cpdef process_input(self):
         """Run every complete command in the query buffer (until blocked or paused)."""
@@ -733,6 +738,8 @@ cdef class ClientCore:
             server.stat_net_output_bytes += n
             if self.direct_fd >= 0:
                 sent = self._send_direct(out, n)
+            elif self._sink is not None:
+                sent = self._sink.take(PyByteArray_AS_STRING(out), n)
             if sent == n:  # all in the kernel: the buffer is emptied for the next replies
                 if not bytearray_empty(out, KEEP_OUT_ALLOC):
                     self.out = bytearray()  # (a big one is given back)

@@ -12,39 +12,22 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import tempfile
 
 import pytest
 from support.resp import encode_command
+from support.uvserver import serve_on_uvloop, unix_path
 
 uvloop = pytest.importorskip("uvloop")
 
-from pykv.assemble import build_server  # noqa: E402
-from pykv.config.loader import load_config  # noqa: E402
 from pykv.net._readmux import read_mux  # noqa: E402
 
 
 def _run(scenario) -> None:
     """Run ``scenario(server, loop, unix_path)`` against a fresh in-process server."""
-    async def main():
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "s.sock")
-            cfg = load_config(["--port", "0", "--listener", "tcp,bind=127.0.0.1,port=0",
-                               "--unixsocket", path, "--save", "",
-                               "--dir", tmp])
-            server = build_server(cfg)
-            await server.start()
-            try:
-                await scenario(server, asyncio.get_running_loop(), path)
-            finally:
-                server.stop()
-                await asyncio.sleep(0.05)
-
-    loop = uvloop.new_event_loop()
-    try:
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
+    serve_on_uvloop(
+        lambda tmp: ["--port", "0", "--listener", "tcp,bind=127.0.0.1,port=0",
+                     "--unixsocket", unix_path(tmp)],
+        lambda server, tmp: scenario(server, asyncio.get_running_loop(), unix_path(tmp)))
 
 
 def _port(server) -> int:
