@@ -15,11 +15,13 @@ are rounded up to the jemalloc size class, as the ``zmalloc_usable`` Redis uses 
 from __future__ import annotations
 
 import time
+from itertools import islice
 from typing import Any
 
 REPLY_CHUNK_BYTES = 16 * 1024  # PROTO_REPLY_CHUNK_BYTES: the initial and largest size
 REPLY_MIN_BYTES = 1024  # PROTO_REPLY_MIN_BYTES
 DEFAULT_PEAK_RESET_MS = 5000  # REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME
+CLIENTS_CRON_MIN_ITERATIONS = 5  # the fewest clients a tick visits (when there are more)
 
 
 def usable_size(n: int) -> int:
@@ -53,8 +55,23 @@ def resize_reply_buffer(server: Any, c: Any, now_ms: int) -> None:
 
 
 def clients_cron(server: Any) -> None:
-    """Run the resize for every client (Redis visits them all each tick when few)."""
+    """Run the resize for this tick's share of the clients, as Redis's clientsCron: the
+    number of clients over ``hz``, at least 5 (all of them when fewer), taken in turn from
+    where the last tick stopped, so each client is visited about once a second however
+    many are connected (visiting all of them every tick cost ~0.35 ms at 1000 clients)."""
+    clients = server.clients
+    total = len(clients)
+    if not total:
+        return
+    count = total // max(1, server.config.hz)
+    if count < CLIENTS_CRON_MIN_ITERATIONS:
+        count = min(total, CLIENTS_CRON_MIN_ITERATIONS)
+    start = server.clients_cron_cursor % total
+    batch = list(islice(clients.values(), start, start + count))
+    if len(batch) < count:  # wrapped around
+        batch += islice(clients.values(), 0, count - len(batch))
+    server.clients_cron_cursor = start + count
     now_ms = int(time.time() * 1000)
-    for c in list(server.clients.values()):
+    for c in batch:
         if not c.closed:
             resize_reply_buffer(server, c, now_ms)

@@ -138,6 +138,7 @@ class Server(ServerCore):
         self.reply_buffer_resizing_enabled = True
         self.stat_reply_buffer_shrinks = 0
         self.stat_reply_buffer_expands = 0
+        self.clients_cron_cursor = 0  # where the next tick's share of the clients starts
         self.cron_hooks.append(lambda: replybuf.clients_cron(self))
         self.script_disable_deny_script = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         # set by the pub/sub family when notify-keyspace-events is enabled (see notify.py)
