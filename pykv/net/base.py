@@ -77,6 +77,12 @@ class Connection(ABC):
         """Deliver bytes the transport holds outside the kernel (none for plain sockets)."""
         return None
 
+    def serve_while_busy(self, handler: ConnectionHandler) -> None:
+        """Deliver to ``handler`` what arrived while a busy script holds the event loop
+        (pykv.net.busy), for a transport that can be read without the loop. By default
+        nothing: the connection is served when the loop is back."""
+        return None
+
 
 class Listener(ABC):
     """An open listening endpoint of one connection type."""

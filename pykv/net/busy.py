@@ -4,9 +4,11 @@ A Lua script runs on the loop thread; past ``busy-reply-threshold`` Redis keeps 
 other clients (``-BUSY``, ``SCRIPT KILL``, ``SHUTDOWN NOSAVE``) from inside the script's
 hook. The event loop cannot be re-entered, so ``BusyPoller.poll`` does its job by hand:
 
-* it reads what connected stream clients sent straight from their sockets (non-blocking
-  ``os.read``) and feeds their ``Client`` as the transport would; replies go out through the
-  transports as usual;
+* it asks every connection to deliver what arrived (``Connection.serve_while_busy``): a
+  TCP or unix client's socket is read straight (non-blocking ``os.read``) and fed to its
+  ``Client`` as the transport would; an RDMA connection drains its completion queue as its
+  loop callback would; a TLS client waits for the loop (its records are decrypted there);
+  replies go out through the transports as usual;
 * it accepts new connections on the tcp/unix listeners itself, serves them over a plain
   socket (``HeldConnection``) while the script runs, and hands each one to the event loop
   afterwards (``adopt``), keeping its ``Client``, so an operator can connect and send
@@ -20,7 +22,7 @@ import socket
 from typing import Any
 
 from pykv.net.base import Connection
-from pykv.net.stream import StreamConnection, format_address
+from pykv.net.stream import StreamConnection, format_address, read_while_busy
 
 
 class HeldConnection(Connection):
@@ -59,6 +61,9 @@ class HeldConnection(Connection):
 
     def fd(self) -> int:
         return -1 if self.closed else self.sock.fileno()
+
+    def serve_while_busy(self, handler: Any) -> None:
+        read_while_busy(self.fd(), handler)
 
 
 class BusyPoller:
@@ -107,15 +112,7 @@ class BusyPoller:
         for client in list(server.clients.values()):
             if client is skip or client.closed or client.conn is None:
                 continue
-            fd = client.conn.fd()
-            if fd < 0:
-                continue
-            try:
-                data = os.read(fd, 65536)
-            except OSError:  # nothing to read (EAGAIN) or a broken socket: later
-                continue
-            if data:
-                client.on_data(data)
+            client.conn.serve_while_busy(client)
 
     def finish(self) -> None:
         """Close the duplicated listener sockets; give held connections to the loop."""

@@ -236,6 +236,17 @@ class RdmaConnection(Connection):
     def process_pending_data(self) -> None:
         self.endpoint.comp_ready()
 
+    def serve_while_busy(self, handler: ConnectionHandler) -> None:
+        """A busy script holds the loop: drain the CQ as the loop's callback would (the
+        client answers -BUSY, or runs SCRIPT KILL), unless this endpoint is the one whose
+        delivery ran the script (its unread span is not consumed yet)."""
+        if self.closed or self.endpoint.delivering:
+            return
+        for fd in [fd for fd in self._fds if fd != self.qp.comp_fd]:  # (a fabric's wire)
+            self.endpoint.aux_ready(fd)
+        if not self.closed:
+            self.endpoint.comp_ready()
+
     # -- teardown ---------------------------------------------------------------------------
     def on_cm_closed(self, event_type: int) -> None:
         if not self.closed:

@@ -13,12 +13,26 @@ connections and clients that are not a ``ReadTarget`` keep the transport's own r
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from pykv.net._readmux import read_mux
 from pykv.net._sockopt import set_nodelay
 from pykv.net.base import AcceptFn, Connection, ConnectionHandler
 from pykv.util._byteio import ReadTarget
+
+
+def read_while_busy(fd: int, handler: Any) -> None:
+    """What a plain socket holds, read without the loop and handed to ``handler`` (the
+    busy-script poller, pykv.net.busy)."""
+    if fd < 0:
+        return
+    try:
+        data = os.read(fd, 65536)
+    except OSError:  # nothing to read (EAGAIN) or a broken socket: later
+        return
+    if data:  # (EOF is left to the transport, once the loop is back)
+        handler.on_data(data)
 
 
 def format_address(addr: Any, type_name: str) -> str:
@@ -158,6 +172,10 @@ class StreamConnection(asyncio.Protocol, Connection):
 
     def local_address(self) -> str:
         return self._local
+
+    def serve_while_busy(self, handler: Any) -> None:
+        if self.type_name in ("tcp", "unix") and not self._closed:  # (TLS: see busy.py)
+            read_while_busy(self.fd(), handler)
 
     def fd(self) -> int:
         sock = self.transport.get_extra_info("socket") if self.transport else None

@@ -135,6 +135,11 @@ cdef class Endpoint(FdTarget):
             self._replies = _ReplyPort(self)
         return self._replies
 
+    @property
+    def delivering(self) -> bool:
+        """Input is being handed to the reader right now (this endpoint is on the stack)."""
+        return self._delivering
+
     def detach(self) -> None:
         """Nobody reads from now on: what arrives is consumed and dropped."""
         self._target = None

@@ -23,5 +23,9 @@ patches its own):
   show them as Redis's C functions, but other operators name them ``userdata`` in their
   errors (``attempt to concatenate a userdata value``);
 * ``error({1})`` (an error table without a string ``err``) crashes Redis 7.0.15; pykv
-  replies ``ERR unknown error``.
+  replies ``ERR unknown error``;
+* while a script is busy, TCP, unix and RDMA clients are answered (``-BUSY``, ``SCRIPT
+  KILL``) as in Redis, but a TLS client is answered only once the script ends: its records
+  are decrypted by the event loop's TLS transport, which the script holds
+  (``pykv.net.busy``).
 """

@@ -420,3 +420,36 @@ def test_tls_replication_with_an_unreadable_client_certificate(tmp_path, certs):
     finally:
         ours.stop()
         real.stop()
+
+
+def test_tls_client_while_a_script_is_busy(certs):
+    """The busy-script poller reads plain sockets itself; a TLS client's records are the
+    loop's to decrypt, so it waits for the script to end and is answered then, on an
+    intact connection (before, the poller fed the ciphertext to the parser)."""
+    from support.busy import busy_pair, wait_busy
+
+    with Server(tls=True) as server, busy_pair(server.port) as (admin, runner):
+        ctx = ssl.create_default_context(cafile=server.tls_certs.ca_cert)
+        ctx.load_cert_chain(server.tls_certs.client_cert, server.tls_certs.client_key)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.tls_port), 10),
+                             server_hostname="localhost") as tls:
+            tls.sendall(b"PING\r\n")
+            assert tls.recv(64) == b"+PONG\r\n"
+            body = ("local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] "
+                    "while true do local n = redis.call('TIME') "
+                    "if n[1] * 1000000 + n[2] - s > 500000 then break end end return 1")
+            done: list[bytes] = []
+            import threading
+            t = threading.Thread(target=lambda: done.append(runner.call("EVAL", body, "0")))
+            t.start()
+            try:
+                wait_busy(admin)
+                tls.sendall(b"PING\r\n")
+                time.sleep(0.1)   # several polls of the busy poller
+                tls.settimeout(10)
+                assert tls.recv(64) == b"+PONG\r\n"
+            finally:
+                t.join(10)
+            assert done == [b":1\r\n"]
+            tls.sendall(b"ECHO hello\r\n")
+            assert tls.recv(64) == b"$5\r\nhello\r\n"
