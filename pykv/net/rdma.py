@@ -6,9 +6,10 @@ listener per bind address. Each CM event channel fd is watched by the server's e
 loop, and each connection's completion-channel fd (plus, on the software fabric, its wire
 fd) by the loop's ``ReadMux`` (pykv.net._readmux), which calls the endpoint from C; the
 dispatcher sees an ordinary ``Connection``, whose requests and replies pass by C calls
-(pykv.util._byteio). As in Valkey, there is no writability event: output that does not fit the
-peer's window waits for its next RegisterXferMemory, and connections with work left after
-a CQ drain are processed again on the next loop iteration (``has_pending_data``).
+(pykv.util._byteio). As in Valkey, there is no writability event: output that does not
+fit the peer's window waits for its next RegisterXferMemory, and connections with work
+left after a CQ drain are processed again on the next loop iteration
+(``has_pending_data``).
 
 Importing this module needs nothing beyond the standard library; the real-verbs backends
 (the compiled ``ibverbs`` extension, pyverbs) are imported only when a listener selects one.

@@ -15,8 +15,9 @@ software fabric, the libibverbs backend) is called through C vtables, and one wi
 ``native_wc`` (libibverbs) is polled into a C array of completions; any other (pyverbs)
 through its Python methods, bound once per connection.
 
-Driven by an event loop (``pykv.net.rdma``), a request costs no Python frame: the loop
-calls ``comp_ready`` itself, the unread span goes to the client's ``read_ready`` as a
+Driven by an event loop (``pykv.net.rdma``), a request costs no Python frame: the loop's
+reader calls ``fd_ready`` (``pykv.net._readmux``; or the loop itself ``comp_ready``), the
+unread span goes to the client's ``read_ready`` as a
 pointer into the RX window (``attach``), and a reply that can leave at once is posted by
 ``take`` from the client's output buffer (``pykv.util._byteio``). The driver's Python
 ``after`` runs only when an event left something to do (the EV_* flags).
@@ -25,6 +26,7 @@ from pykv.rdma import verbs as v
 from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
 
 from pykv.rdma.session import (
+    CTRL_RESERVE,
     RECV_SLOTS,
     SEND_SLOTS,
     WRITE_WR_ID,
@@ -64,7 +66,7 @@ cdef int _WC_WRITE = WC_RDMA_WRITE
 cdef object _WRITE_WR_ID = WRITE_WR_ID
 cdef unsigned long long _WRITE_WR_ID_C = WRITE_WR_ID
 cdef object _ProtocolViolation = ProtocolViolation
-cdef long long _CTRL_RESERVE = 16   # (session.pyx's: SQ entries kept for control messages)
+cdef long long _CTRL_RESERVE = CTRL_RESERVE   # SQ entries kept for control messages
 cdef object _VerbsError = v.VerbsError
 
 
