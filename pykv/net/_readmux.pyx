@@ -108,13 +108,13 @@ cdef class ReadMux:
             close(self.epfd)
             self.epfd = -1
 
-    def add(self, int fd, ReadTarget target, release, fault) -> None:
+    def add(self, int fd, ReadTarget target not None, release, fault) -> None:
         """Read socket ``fd`` for ``target`` from now on (its transport must not read)."""
         cdef _Slot slot = _Slot.__new__(_Slot)
         slot.reader, slot.release = target, release
         self._add(fd, target, slot, fault)
 
-    def watch(self, int fd, FdTarget target, fault) -> None:
+    def watch(self, int fd, FdTarget target not None, fault) -> None:
         """Call ``target.fd_ready(fd)`` whenever ``fd`` is readable (``remove`` stops it):
         for a transport that reads its descriptors itself, so that they are served in the
         same callback as the sockets instead of one loop callback each."""
