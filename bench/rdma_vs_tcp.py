@@ -32,20 +32,10 @@ import hiredis
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchlib import cpu_seconds  # noqa: E402
+
 from pykv.rdma.client import RdmaSocket  # noqa: E402
 from pykv.testing import Server  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of every thread of ``pid`` (schedstat's first field is run time in ns)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-                total += int(fh.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # a thread that just ended
-    return total / 1e9
 
 
 def resp(*parts: bytes) -> bytes:
