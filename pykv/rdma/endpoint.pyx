@@ -12,8 +12,10 @@ so a misbehaving peer costs only its own connection.
 A cdef class over the typed ``Session``: the per-request work (draining completions,
 window accounting, the reply write path) runs as C. A backend built on ``cverbs`` (the
 software fabric, the libibverbs backend) is called through C vtables, and one with
-``native_wc`` (libibverbs) is polled into a C array of completions; any other (pyverbs)
-through its Python methods, bound once per connection.
+``native_wc`` (both of those) is polled into a C array of completions; any other (pyverbs)
+through its Python methods, bound once per connection. The event path's methods return C
+ints (no None to count references of) and the class is final (direct calls): per event
+it is a few hundred instructions of this module's own (``bench/rdma_instructions.py``).
 
 Driven by an event loop (``pykv.net.rdma``), a request costs no Python frame: the loop's
 reader calls ``fd_ready`` (``pykv.net._readmux``; or the loop itself ``comp_ready``), the
@@ -22,6 +24,8 @@ pointer into the RX window (``attach``), and a reply that can leave at once is p
 ``take`` from the client's output buffer (``pykv.util._byteio``). The driver's Python
 ``after`` runs only when an event left something to do (the EV_* flags).
 """
+cimport cython
+
 from pykv.rdma import verbs as v
 from pykv.rdma.messages import KEEPALIVE_BYTES, MSG_SIZE
 
@@ -74,6 +78,7 @@ cdef _ignore(data):
     """Input with nobody to read it (``detach``)."""
 
 
+@cython.final   # nothing derives from it: its C methods are direct calls gcc can inline
 cdef class Endpoint(FdTarget):
     """Binds a ``Session`` to a ``QueuePair``."""
 
@@ -180,13 +185,15 @@ cdef class Endpoint(FdTarget):
         ``handle_completions`` does and returns the EV_* flags of what is left to do — 0 in
         the common case, so the driver's whole check is one test."""
         cdef int flags = 0
-        if fd >= 0 and self.error is None:
+        if self.error is None:
+            # one try for the pump and the drain: what fails in either ends the event
             try:
-                if not (self._cqp.pump(fd) if self._cqp is not None else self.qp.pump(fd)):
+                if fd >= 0 and not (self._cqp.pump(fd) if self._cqp is not None
+                                    else self.qp.pump(fd)):
                     flags = _EV_FD_DONE
+                self._handle()
             except BaseException as exc:
                 self._failed(exc)
-        self.handle_completions()
         return flags | self.status()
 
     def comp_ready(self) -> None:
@@ -200,16 +207,16 @@ cdef class Endpoint(FdTarget):
 
     cdef int fd_ready(self, int fd) except -1:
         """The loop's reader (pykv.net._readmux) saw ``fd`` readable."""
-        self._event(-1 if fd == self._comp_fd else fd)
-        return 0
+        return self._event(-1 if fd == self._comp_fd else fd)
 
-    cdef _event(self, int fd):
+    cdef int _event(self, int fd) except -1:
         cdef int flags
         if self._closed:
-            return
+            return 0
         flags = self.on_event(fd)
         if (flags or self.always_after) and self.after is not None:
             self.after(flags, fd)
+        return 0
 
     cpdef int send(self, data):
         """``write`` for an event-loop driver: returns EV_* flags as ``on_event``."""
@@ -224,7 +231,7 @@ cdef class Endpoint(FdTarget):
             return _EV_ERROR
         if not s.established and self.first_inbound:
             flags = _EV_EARLY
-        if self.has_pending():
+        if self._has_pending():
             flags |= _EV_PENDING
         if self._cqp.has_output() if self._cqp is not None else self.qp.write_fds():
             flags |= _EV_OUTPUT
@@ -241,7 +248,7 @@ cdef class Endpoint(FdTarget):
         else:
             raise exc
 
-    cdef _handle(self):
+    cdef int _handle(self) except -1:
         cdef Session session = self.session
         cdef CQueuePair cqp = self._cqp
         cdef list wcs
@@ -279,11 +286,12 @@ cdef class Endpoint(FdTarget):
             if n < _POLL_BATCH:
                 break
         self._deliver()
-        if session.actions and not self._closed:
+        if not self._closed and session.actions:
             self._execute()
+        return 0
 
-    cdef _completion(self, int status, int op, unsigned long long wr_id,
-                     unsigned int byte_len, long long imm):
+    cdef int _completion(self, int status, int op, unsigned long long wr_id,
+                         unsigned int byte_len, long long imm) except -1:
         """One work completion into the session (its receive slot reposted)."""
         cdef Session session = self.session
         if status != _WC_SUCCESS:
@@ -312,15 +320,17 @@ cdef class Endpoint(FdTarget):
             session.on_send_completed(wr_id)
         else:
             raise _ProtocolViolation(f"RDMA: unexpected opcode {op:#x}")
+        return 0
 
-    cdef _repost(self, unsigned long long slot):
+    cdef int _repost(self, unsigned long long slot) except -1:
         """Give receive slot ``slot`` back to the RQ (every inbound message consumed one)."""
         if self._cqp is not None:
             self._cqp.post_recv(slot, self._cctrl, slot * _MSG, _MSG)
         else:
             self._post_recv(slot, self.ctrl_mr, slot * _MSG, _MSG)
+        return 0
 
-    cdef _deliver(self):
+    cdef int _deliver(self) except -1:
         """Hand the unread span to the upper layer as a view of the RX window (it copies
         what it keeps: the parser appends it to its buffer, as it does a socket's bytes),
         then consume it, which may re-announce the window: the peer may overwrite it only
@@ -334,7 +344,7 @@ cdef class Endpoint(FdTarget):
             finally:
                 self._delivering = False
             if self._closed:
-                return
+                return 0
             session.consume(end - start)
             if session.actions:
                 self._execute()
@@ -353,10 +363,11 @@ cdef class Endpoint(FdTarget):
                 except (AttributeError, BufferError):
                     pass
             if self._closed:   # the upper layer closed the connection while handling it
-                return
+                return 0
             session.consume(end - start)
             if session.actions:
                 self._execute()
+        return 0
 
     cdef _staging(self):
         """The staging MR: it mirrors the peer's window (same offsets), so it is
@@ -381,16 +392,15 @@ cdef class Endpoint(FdTarget):
         return self.error
 
     cdef Py_ssize_t _take(self, const char *data, Py_ssize_t n) except -1:
-        """A reply posted from C when it can leave at once, as ``Session.write``'s common
-        case: nothing queued before it, room in the peer's window and on the send queue,
-        no signaled write due. Anything else (0) goes through ``write``."""
+        """A reply posted from C when it can leave at once (``Session.fits_now``, and no
+        action of the session's waiting to be executed before it). Anything else (0) goes
+        through ``write``."""
         cdef Session s = self.session
         cdef TxWindow tx = s.tx
         cdef CQueuePair cqp = self._cqp
         cdef long long offset = tx.offset
-        if (cqp is None or self.error is not None or self._closed or s.pending_bytes
-                or n > tx.length - offset or s.unsignaled_run + 1 >= s.signal_every
-                or s.posted + 1 - s.released >= s.sq_depth - _CTRL_RESERVE or s.actions):
+        if (cqp is None or self._closed or self.error is not None or not s.fits_now(n)
+                or s.actions):
             return 0
         try:
             if n <= cqp.max_inline_data:
@@ -405,11 +415,7 @@ cdef class Endpoint(FdTarget):
         except BaseException as exc:
             self._failed(exc)
             return 0   # write() now reports the error to its driver
-        tx.offset = offset + n
-        s.unsignaled_run += 1
-        s.posted += 1
-        s.writes_posted += 1
-        s.bytes_sent += n
+        s.claim_unsignaled(n)
         # inside a CQ drain the driver sees the flags when it ends; outside one (a reply
         # to a client woken by another's command, a publish) the fabric may have queued
         # output that needs its fd watched
@@ -442,43 +448,55 @@ cdef class Endpoint(FdTarget):
         return nxt, self.error
 
     cpdef _execute(self):
+        cdef list actions = self.session.actions
+        cdef Py_ssize_t done = 0
+        try:
+            while done < len(actions):
+                act = actions[done]
+                done += 1
+                self._act(act)
+        finally:
+            del actions[:done]   # (one that failed is dropped too: the error ends the connection)
+
+    cdef int _act(self, act) except -1:
+        """Execute one session action on the QP."""
         cdef PostWrite w
         cdef PostSend s
         cdef long long n
-        actions = self.session.actions
-        while actions:
-            act = actions.popleft()
-            if type(act) is PostWrite:
-                w = <PostWrite>act
-                n = len(w.data)
-                if self._cqp is not None and n <= self._cqp.max_inline_data:
-                    # inline: the payload leaves from the reply buffer, no staging copy
-                    self._cqp.post_write_imm_inline(_WRITE_WR_ID_C if w.signaled else 0,
-                                                    w.data, w.remote_addr, w.rkey, n,
-                                                    w.signaled)
-                    continue
-                tx = self._staging()
-                if self._cqp is not None and isinstance(tx, CMemoryRegion):
-                    (<CMemoryRegion>tx).write(w.offset, w.data)
-                    self._cqp.post_write_imm(_WRITE_WR_ID_C if w.signaled else 0, tx,
-                                             w.offset, n, w.remote_addr, w.rkey, n,
-                                             w.signaled)
-                else:
-                    tx.write(w.offset, w.data)
-                    self._post_write_imm(_WRITE_WR_ID if w.signaled else 0, tx, w.offset, n,
+        if type(act) is PostWrite:
+            w = <PostWrite>act
+            n = len(w.data)
+            if self._cqp is not None and n <= self._cqp.max_inline_data:
+                # inline: the payload leaves from the reply buffer, no staging copy
+                self._cqp.post_write_imm_inline(_WRITE_WR_ID_C if w.signaled else 0,
+                                                w.data, w.remote_addr, w.rkey, n, w.signaled)
+                return 0
+            tx = self._staging()
+            if self._cqp is not None and isinstance(tx, CMemoryRegion):
+                (<CMemoryRegion>tx).write(w.offset, w.data)
+                self._cqp.post_write_imm(_WRITE_WR_ID_C if w.signaled else 0, tx, w.offset, n,
                                          w.remote_addr, w.rkey, n, w.signaled)
             else:
-                s = <PostSend>act
-                off = s.wr_id * _MSG
-                self.ctrl_mr.write(off, s.msg)
-                self.qp.post_send(s.wr_id, self.ctrl_mr, off, _MSG, True)
+                tx.write(w.offset, w.data)
+                self._post_write_imm(_WRITE_WR_ID if w.signaled else 0, tx, w.offset, n,
+                                     w.remote_addr, w.rkey, n, w.signaled)
+        else:
+            s = <PostSend>act
+            off = s.wr_id * _MSG
+            self.ctrl_mr.write(off, s.msg)
+            self.qp.post_send(s.wr_id, self.ctrl_mr, off, _MSG, True)
+        return 0
 
     # -- state for the transport ------------------------------------------------------------
     cpdef bint has_pending(self):
+        return self._has_pending()
+
+    cdef inline bint _has_pending(self) noexcept:
         cdef Session s = self.session
-        return (s.rx.written > s.rx.consumed and not self._delivering) or (s.pending_bytes > 0
-                                                and s.tx.length > s.tx.offset
-                                                and s.posted - s.released < s.sq_depth - 16)
+        # unread input (not mid-delivery), or queued output that the window and SQ now admit
+        return ((s.rx.written > s.rx.consumed and not self._delivering)
+                or (s.pending_bytes > 0 and s.tx.length > s.tx.offset
+                    and s.posted - s.released < s.sq_depth - _CTRL_RESERVE))
 
     cpdef bint idle(self):
         """Nothing queued and nothing outstanding on the send queue."""

@@ -20,7 +20,8 @@ cdef class Session:
     cdef public TxWindow tx
     cdef public unsigned long long rx_addr
     cdef public unsigned int rx_rkey
-    cdef public object actions, pending, _signaled
+    cdef public list actions   # a list, not a deque: its emptiness is a C test
+    cdef public object pending, _signaled
     cdef public bint established, announced
     cdef public long long pending_bytes
     cdef public long long sq_depth, signal_every, posted, released, unsignaled_run
@@ -31,11 +32,13 @@ cdef class Session:
     cdef public long long writes_posted, bytes_sent, bytes_received
     cdef public dict ctrl_received
 
-    cpdef on_write_imm(self, long long n)
+    cpdef int on_write_imm(self, long long n) except -1
     cpdef on_send_completed(self, wr_id)
-    cpdef consume(self, long long n)
+    cpdef int consume(self, long long n) except -1
     cpdef write(self, data)
     cpdef flush(self)
     cpdef long long outstanding(self)
+    cdef bint fits_now(self, long long n) noexcept
+    cdef long long claim_unsignaled(self, long long n) noexcept
     cdef _announce(self)
     cdef _post(self, signaled_wr_id)

@@ -92,7 +92,7 @@ cdef class Session:
         self.rx = RxWindow(rx_length)
         self.rx_addr, self.rx_rkey = rx_addr, rx_rkey
         self.tx = TxWindow()
-        self.actions = deque()
+        self.actions = []
         self.established = False
         self.announced = False
         # outgoing bytes waiting for room in the peer's window
@@ -151,7 +151,7 @@ cdef class Session:
             raise ProtocolViolation(
                 f"RDMA: SetClientFeature asks for unsupported features {msg.features:#x}")
 
-    cpdef on_write_imm(self, long long n):
+    cpdef int on_write_imm(self, long long n) except -1:
         """An ``IBV_WC_RECV_RDMA_WITH_IMM`` completion; ``n`` is the host-order immediate."""
         cdef RxWindow rx = self.rx
         if n < 0 or rx.written + n > rx.length:   # RxWindow.on_write's check, inlined
@@ -161,6 +161,7 @@ cdef class Session:
                 raise ProtocolViolation(f"RDMA: {exc}") from None
         rx.written += n
         self.bytes_received += n
+        return 0
 
     cpdef on_send_completed(self, wr_id):
         """A successful signaled SEND or WRITE completion: frees SQ entries (and a slot)."""
@@ -182,13 +183,17 @@ cdef class Session:
         """The span ``[start, end)`` of the RX window that holds unread bytes."""
         return self.rx.consumed, self.rx.written
 
-    cpdef consume(self, long long n):
+    cpdef int consume(self, long long n) except -1:
         """The driver copied ``n`` bytes out; re-announce if the window is now exhausted."""
         cdef RxWindow rx = self.rx
-        rx.consume(n)
+        if 0 <= n <= rx.written - rx.consumed:   # RxWindow.consume, inlined
+            rx.consumed += n
+        else:
+            rx.consume(n)   # raises
         if rx.consumed == rx.written == rx.length:
             rx.reset()
             self._announce()
+        return 0
 
     # -- send side ------------------------------------------------------------------------
     cpdef write(self, data):
@@ -198,21 +203,35 @@ cdef class Session:
         cdef long long offset
         if not n:
             return
-        if (not self.pending and n <= tx.length - tx.offset
-                and self.unsignaled_run + 1 < self.signal_every
-                and self.posted + 1 - self.released < self.sq_depth - _CTRL_RESERVE):
-            # the common case, same outcome as flush(): it all fits, unsignaled
-            offset = tx.offset
-            tx.offset = offset + n
-            self.unsignaled_run += 1
-            self.posted += 1
-            self.writes_posted += 1
-            self.bytes_sent += n
+        if self.fits_now(n):
+            offset = self.claim_unsignaled(n)
             self.actions.append(_post_write(offset, data, tx.addr + offset, tx.rkey, False))
             return
         self.pending.append(memoryview(data))
         self.pending_bytes += n
         self.flush()
+
+    cdef bint fits_now(self, long long n) noexcept:
+        """``n`` bytes can be posted at once as one unsignaled write: nothing is queued
+        before them, they fit the peer's window and the send queue has room, and no
+        signaled write is due. ``write``'s common case, and the endpoint's test for posting
+        a reply straight from the client's buffer."""
+        cdef TxWindow tx = self.tx
+        return (self.pending_bytes == 0 and n <= tx.length - tx.offset
+                and self.unsignaled_run + 1 < self.signal_every
+                and self.posted + 1 - self.released < self.sq_depth - _CTRL_RESERVE)
+
+    cdef long long claim_unsignaled(self, long long n) noexcept:
+        """Account for one unsignaled write of ``n`` bytes that ``fits_now``; returns its
+        offset in the peer's window (the caller posts it there)."""
+        cdef TxWindow tx = self.tx
+        cdef long long offset = tx.offset
+        tx.offset = offset + n
+        self.unsignaled_run += 1
+        self.posted += 1
+        self.writes_posted += 1
+        self.bytes_sent += n
+        return offset
 
     cpdef flush(self):
         cdef TxWindow tx = self.tx
@@ -293,6 +312,6 @@ cdef class Session:
             self._signaled.append((signaled_wr_id, self.posted))
 
     def take_actions(self) -> list:
-        out = list(self.actions)
-        self.actions.clear()
+        out = self.actions
+        self.actions = []
         return out

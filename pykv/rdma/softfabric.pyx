@@ -74,7 +74,7 @@ from libc.string cimport memcpy, memmove, memset
 
 from pykv.rdma import verbs as v
 
-from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair
+from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair, wc_t
 
 
 cdef extern from "<errno.h>" nogil:
@@ -410,6 +410,7 @@ cdef class SoftQP(CQueuePair):
             pass
         self.wire_fd = sock.fileno()
         self.comp_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.native_wc = True   # the endpoint polls with poll_wc, as it does libibverbs
         self.pd = SoftPD()
         self.cq_size = cq_size
         self.max_send_wr, self.max_recv_wr = max_send_wr, max_recv_wr
@@ -817,6 +818,26 @@ cdef class SoftQP(CQueuePair):
             self.sq_used -= wc.sq_release
             out.append(wc)
         return out
+
+    cdef int poll_wc(self, wc_t *out, int max_entries) except -1:
+        """``poll`` into C structs (the endpoint's path, as with libibverbs)."""
+        cdef WC wc
+        cdef int n = 0
+        if self.cq_overrun:
+            raise v.VerbsError(_errno.EIO, "CQ overrun")
+        while self._cq_count and n < max_entries:
+            wc = <WC>self._cq[self._cq_head]
+            self._cq[self._cq_head] = None
+            self._cq_head = (self._cq_head + 1) % self.cq_size
+            self._cq_count -= 1
+            self.sq_used -= wc.sq_release
+            out[n].wr_id = wc.wr_id
+            out[n].status = wc.status
+            out[n].opcode = wc.opcode
+            out[n].byte_len = wc.byte_len
+            out[n].imm = wc._imm if wc._has_imm else 0
+            n += 1
+        return n
 
     # -- the NIC ------------------------------------------------------------------------------
     cpdef bint pump(self, int fd):
