@@ -34,7 +34,7 @@ from pykv.protocol.types import QUEUED, ErrorReply, RawReply
 from pykv.protocol._bytebuf cimport bytearray_empty
 from pykv.protocol._parser cimport RequestParser  # (declared in _core.pxd too)
 from pykv.protocol._writer cimport append_raw, write_reply
-from pykv.storage.keyspace cimport Clock, wall_time
+from pykv.storage.keyspace cimport Clock
 
 log = logging.getLogger("pykv")
 _perf_ns = time.perf_counter_ns  # tests replace it to control the durations ``call`` sees
@@ -334,7 +334,6 @@ cdef class ClientCore:
     cdef int _received(self, Py_ssize_t n) except -1:
         self.net_in += n
         self.server.stat_net_input_bytes += n
-        self.last_interaction = wall_time()  # (time.time(), read in C)
         return 0
 
     cdef int _serve_input(self) except -1:
@@ -372,6 +371,10 @@ cdef class ClientCore:
         # commands of one event-loop iteration do in Redis for expiry purposes
         cdef Clock clock = <Clock?>self.server.clock  # (a C call of update, not a method lookup)
         clock.update()
+        # the batch's time is the client's last interaction, as Redis takes its cached
+        # server.unixtime: no clock read of its own per read (a system call where the
+        # clock has no vDSO, as in the soft-RoCE VM)
+        self.last_interaction = clock.ms / 1000.0
         clock.no_touch = self.no_touch  # CLIENT NO-TOUCH: this client's reads touch nothing
         while not self.closing and self.blocked is None and not self.paused:
             try:

@@ -662,13 +662,16 @@ class Server(ServerCore):
 
     def active_expire_cycle(self) -> None:
         """Redis's slow expire cycle: at most ~25% of each tick spent expiring keys."""
-        hz = max(1, self.config.hz)
-        effort = self.config.active_expire_effort
-        budget_ns = int(1e9 / hz * (25 + 2 * (effort - 1)) / 100)
-        deadline = time.monotonic_ns() + budget_ns
+        deadline = 0
         for db in self.dbs:
-            if db.expires:
-                db.active_expire(deadline, 20 + 5 * (effort - 1))
+            if not db.expires:
+                continue   # no work, no time spent: the clock is read only around work
+            if not deadline:
+                hz = max(1, self.config.hz)
+                effort = self.config.active_expire_effort
+                budget_ns = int(1e9 / hz * (25 + 2 * (effort - 1)) / 100)
+                deadline = time.monotonic_ns() + budget_ns
+            db.active_expire(deadline, 20 + 5 * (effort - 1))
             if time.monotonic_ns() >= deadline:
                 break
 
