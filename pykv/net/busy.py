@@ -6,13 +6,15 @@ hook. The event loop cannot be re-entered, so ``BusyPoller.poll`` does its job b
 
 * it asks every connection to deliver what arrived (``Connection.serve_while_busy``): a
   TCP or unix client's socket is read straight (non-blocking ``os.read``) and fed to its
-  ``Client`` as the transport would; an RDMA connection drains its completion queue as its
-  loop callback would; a TLS client waits for the loop (its records are decrypted there);
+  ``Client`` as the transport would; a TLS client's socket is read the same way and its
+  records handed to the connection's own TLS protocol, which decrypts them for the
+  ``Client``; an RDMA connection drains its completion queue as its loop callback would;
   replies go out through the transports as usual;
 * it accepts new connections on the tcp/unix listeners itself, serves them over a plain
   socket (``HeldConnection``) while the script runs, and hands each one to the event loop
   afterwards (``adopt``), keeping its ``Client``, so an operator can connect and send
-  ``SCRIPT KILL`` during a runaway script.
+  ``SCRIPT KILL`` during a runaway script. (TLS listeners are left to the loop: a new TLS
+  connection's handshake belongs to its TLS transport, which starts once the loop is back.)
 """
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ class StreamConnection(asyncio.Protocol, Connection):
         return self._local
 
     def serve_while_busy(self, handler: Any) -> None:
-        if self.type_name in ("tcp", "unix") and not self._closed:  # (TLS: see busy.py)
+        if self.type_name in ("tcp", "unix") and not self._closed:  # (TLS: TlsConnection)
             read_while_busy(self.fd(), handler)
 
     def fd(self) -> int:

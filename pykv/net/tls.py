@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import ssl
 import warnings
@@ -204,6 +205,7 @@ class TlsConnection(StreamConnection):
         self._handshaking: asyncio.Task[None] | None = None
         self._early: list[bytes] | None = []  # decrypted bytes before the client exists
         self._raw: list[bytes] | None = []  # bytes read before start_tls took the transport
+        self._tcp: asyncio.BaseTransport | None = None  # the TCP transport under the TLS one
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport.pause_reading()  # start_tls reads the handshake
@@ -211,6 +213,7 @@ class TlsConnection(StreamConnection):
 
     async def _handshake(self, transport: asyncio.BaseTransport) -> None:
         loop = asyncio.get_running_loop()
+        self._tcp = transport
         starting = loop.create_task(
             loop.start_tls(transport, self, self._context, server_side=True))
         await asyncio.sleep(0)  # start_tls has put its TLS protocol on the transport
@@ -240,6 +243,25 @@ class TlsConnection(StreamConnection):
             self._early.append(data)
         else:
             self.handler.on_data(data)
+
+    def serve_while_busy(self, handler: Any) -> None:
+        """While a script holds the loop (pykv.net.busy): read the socket and hand the
+        records to this connection's own TLS protocol, as the loop's read would. It
+        decrypts them and calls ``data_received``; the replies it encrypts are written at
+        once (the TCP transport sends while it has nothing queued). A connection still in
+        its handshake waits for the loop."""
+        tcp = self._tcp
+        if tcp is None or self._closed or self.handler is None or self._early is not None:
+            return
+        fd = self.fd()
+        if fd < 0:
+            return
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # nothing to read (EAGAIN) or a broken socket: later
+            return
+        if data:  # (EOF is left to the transport, once the loop is back)
+            _feed(tcp.get_protocol(), data)
 
 
 def _feed(protocol: Any, data: bytes) -> None:
