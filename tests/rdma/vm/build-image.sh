@@ -83,7 +83,7 @@ printf 'virtio_pci\nvirtio_blk\next4\ncrc32c_generic\n' > "$ROOT/usr/share/initr
 
 PKGS="linux-image-amd64 initramfs-tools zstd kmod iproute2 procps busybox-static
       rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
-      python3 python3-pyverbs python3-pytest"
+      python3 python3-pyverbs python3-pytest strace"
 chroot "$ROOT" apt-get update -qq
 chroot "$ROOT" apt-get install -y -qq --no-install-recommends $PKGS > "$WORK/chroot-apt.log" 2>&1 \
   || { tail -30 "$WORK/chroot-apt.log"; exit 1; }
