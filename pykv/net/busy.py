@@ -13,16 +13,19 @@ hook. The event loop cannot be re-entered, so ``BusyPoller.poll`` does its job b
 * it accepts new connections on the tcp/unix listeners itself, serves them over a plain
   socket (``HeldConnection``) while the script runs, and hands each one to the event loop
   afterwards (``adopt``), keeping its ``Client``, so an operator can connect and send
-  ``SCRIPT KILL`` during a runaway script. (TLS listeners are left to the loop: a new TLS
-  connection's handshake belongs to its TLS transport, which starts once the loop is back.)
+  ``SCRIPT KILL`` during a runaway script; on the TLS listeners it does the handshakes
+  too, a step per poll, and keeps the connections on their ``ssl.SSLSocket``
+  (``pykv.net.tls_held``).
 """
 from __future__ import annotations
 
 import asyncio
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
+from pykv.net import tls_held
 from pykv.net.base import Connection
 from pykv.net.stream import StreamConnection, format_address, read_while_busy
 
@@ -73,9 +76,15 @@ class BusyPoller:
 
     def __init__(self, server: Any) -> None:
         self.server = server
-        self.held: list[tuple[Any, HeldConnection]] = []
+        self.held: list[tuple[Any, Any]] = []  # (client, HeldConnection or SocketTlsConnection)
         self._listen: list[tuple[socket.socket, str]] = []
+        self._tls_listen: list[tuple[socket.socket, Any]] = []  # (socket, listener)
+        self._handshakes: list[tls_held.Handshake] = []
         for listener in server.listeners:
+            if listener.spec.type == "tls":
+                for s in listener.listening_sockets():
+                    self._tls_listen.append((_nonblocking_dup(s), listener))
+                continue
             servers = getattr(listener, "servers", None) or (
                 [listener.server] if getattr(listener, "server", None) is not None else [])
             type_name = "unix" if listener.spec.type == "unix" else "tcp"
@@ -83,9 +92,7 @@ class BusyPoller:
                 continue
             for srv in servers:
                 for s in srv.sockets or ():
-                    dup = socket.socket(fileno=os.dup(s.fileno()))
-                    dup.setblocking(False)
-                    self._listen.append((dup, type_name))
+                    self._listen.append((_nonblocking_dup(s), type_name))
 
     def poll(self, skip: Any) -> None:
         """Serve everyone but ``skip`` (the script's caller) once. The commands served
@@ -102,29 +109,60 @@ class BusyPoller:
     def _poll(self, skip: Any) -> None:
         server = self.server
         for sock, type_name in self._listen:
-            while True:
-                try:
-                    conn, _ = sock.accept()
-                except (BlockingIOError, InterruptedError, OSError):
-                    break
+            for conn in _accepted(sock):
                 conn.setblocking(False)
                 held = HeldConnection(conn, type_name)
                 client = server.accept(held)
                 self.held.append((client, held))
+        for sock, listener in self._tls_listen:
+            for conn in _accepted(sock):
+                try:
+                    self._handshakes.append(tls_held.Handshake(listener.context, conn))
+                except (OSError, ValueError):
+                    conn.close()
+        for hs in list(self._handshakes):
+            try:
+                done = hs.step()
+            except OSError:  # refused (logged)
+                self._handshakes.remove(hs)
+                continue
+            if done:
+                self._handshakes.remove(hs)
+                self.held.append(tls_held.as_client(hs, server.accept))
         for client in list(server.clients.values()):
             if client is skip or client.closed or client.conn is None:
                 continue
             client.conn.serve_while_busy(client)
 
     def finish(self) -> None:
-        """Close the duplicated listener sockets; give held connections to the loop."""
-        for sock, _ in self._listen:
+        """Close the duplicated listener sockets; give held connections (and unfinished
+        TLS handshakes) to the loop."""
+        for sock, _ in self._listen + self._tls_listen:
             sock.close()
         loop = self.server.loop
         for client, held in self.held:
-            if held.closed or client.closed:
-                continue
-            loop.create_task(_adopt(loop, client, held))
+            if isinstance(held, tls_held.SocketTlsConnection):
+                held.adopt(loop)
+            elif not (held.closed or client.closed):
+                loop.create_task(_adopt(loop, client, held))
+        for hs in self._handshakes:
+            loop.create_task(tls_held.finish_handshake(loop, hs, self.server.accept))
+
+
+def _accepted(sock: socket.socket) -> Iterator[socket.socket]:
+    """The connections waiting on a non-blocking listening socket."""
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:  # (BlockingIOError: none left)
+            return
+        yield conn
+
+
+def _nonblocking_dup(sock: socket.socket) -> socket.socket:
+    dup = socket.socket(fileno=os.dup(sock.fileno()))
+    dup.setblocking(False)
+    return dup
 
 
 async def _adopt(loop: asyncio.AbstractEventLoop, client: Any, held: HeldConnection) -> None:

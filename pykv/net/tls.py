@@ -317,6 +317,10 @@ class TlsListener(Listener):
     def info_fields(self) -> str:
         return "".join(f",bind={b}" for b in self.spec.binds) + f",port={self.spec.port}"
 
+    def listening_sockets(self) -> list[socket.socket]:
+        """The bound sockets (the busy poller accepts on duplicates of them)."""
+        return list(self._sockets)
+
 
 class TlsConnectionType(ConnectionType):
     name = "tls"

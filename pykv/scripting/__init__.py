@@ -24,8 +24,8 @@ patches its own):
   errors (``attempt to concatenate a userdata value``);
 * ``error({1})`` (an error table without a string ``err``) crashes Redis 7.0.15; pykv
   replies ``ERR unknown error``;
-* while a script is busy, connected clients of every type are answered (``-BUSY``,
-  ``SCRIPT KILL``) as in Redis, and new TCP and unix connections are accepted, but a TLS
-  connection opened during the script does its handshake only once the script ends (the
-  handshake is the event loop's TLS transport's; ``pykv.net.busy``).
+* while a script is busy, clients are answered (``-BUSY``, ``SCRIPT KILL``) and new
+  connections accepted on every transport as in Redis, except RDMA ones, which are
+  accepted once the script ends (their connection manager events are the loop's;
+  ``pykv.net.busy``).
 """

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -422,11 +423,42 @@ def test_tls_replication_with_an_unreadable_client_certificate(tmp_path, certs):
         real.stop()
 
 
+@contextmanager
+def _runaway_script(admin, runner) -> Iterator[None]:
+    """``while true do end`` run by ``runner`` (in a thread) until the body of the
+    ``with`` has killed it; it must end killed by SCRIPT KILL."""
+    import threading
+
+    from support.busy import wait_busy
+
+    done: list[bytes] = []
+    t = threading.Thread(target=lambda: done.append(
+        runner.call("EVAL", "while true do end", "0")))
+    t.start()
+    try:
+        wait_busy(admin)
+        yield
+    finally:
+        t.join(10)
+        if t.is_alive():   # (the kill did not land: end the script for the other tests)
+            admin.call("SCRIPT", "KILL")
+            t.join(10)
+    assert done and done[0].startswith(b"-ERR Script killed by user with SCRIPT KILL")
+
+
+def _kill_over(tls: ssl.SSLSocket) -> None:
+    """During a busy script: -BUSY for a PING, then SCRIPT KILL, over ``tls``."""
+    tls.sendall(b"PING\r\n")
+    assert tls.recv(256).startswith(b"-BUSY Redis is busy running a script.")
+    tls.sendall(b"SCRIPT KILL\r\n")
+    assert tls.recv(64) == b"+OK\r\n"
+
+
 def test_tls_client_while_a_script_is_busy(certs):
     """A TLS client is served during a busy script as a TCP one is: ``-BUSY``, then
     ``SCRIPT KILL``, which ends the script, on an intact TLS stream (before, the poller fed
     the ciphertext to the parser, and then it left TLS clients waiting for the script)."""
-    from support.busy import busy_pair, wait_busy
+    from support.busy import busy_pair
 
     with Server(tls=True) as server, busy_pair(server.port) as (admin, runner):
         ctx = ssl.create_default_context(cafile=server.tls_certs.ca_cert)
@@ -435,23 +467,67 @@ def test_tls_client_while_a_script_is_busy(certs):
                              server_hostname="localhost") as tls:
             tls.sendall(b"PING\r\n")
             assert tls.recv(64) == b"+PONG\r\n"
-            done: list[bytes] = []
-            import threading
-            t = threading.Thread(target=lambda: done.append(
-                runner.call("EVAL", "while true do end", "0")))
-            t.start()
-            try:
-                wait_busy(admin)
+            with _runaway_script(admin, runner):
                 tls.settimeout(10)
-                tls.sendall(b"PING\r\n")
-                assert tls.recv(256).startswith(b"-BUSY Redis is busy running a script.")
-                tls.sendall(b"SCRIPT KILL\r\n")
-                assert tls.recv(64) == b"+OK\r\n"
-            finally:
-                t.join(10)
-                if t.is_alive():   # (the kill did not land: end the script for the others)
-                    admin.call("SCRIPT", "KILL")
-                    t.join(10)
-            assert done and done[0].startswith(b"-ERR Script killed by user with SCRIPT KILL")
+                _kill_over(tls)
             tls.sendall(b"ECHO hello\r\n")
             assert tls.recv(64) == b"$5\r\nhello\r\n"
+
+
+def _recv_exactly(sock: ssl.SSLSocket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, f"closed after {len(data)} of {n} bytes"
+        data += chunk
+    return data
+
+
+def _tls_client(server, certs_of_server) -> tuple[ssl.SSLContext, socket.socket]:
+    ctx = ssl.create_default_context(cafile=certs_of_server.ca_cert)
+    ctx.load_cert_chain(certs_of_server.client_cert, certs_of_server.client_key)
+    return ctx, socket.create_connection(("127.0.0.1", server.tls_port), 10)
+
+
+def test_tls_connections_opened_while_a_script_is_busy(certs):
+    """As in Redis, the TLS port accepts during a busy script: a new connection's handshake
+    is done by the busy poller, it gets -BUSY and may SCRIPT KILL; one whose client starts
+    the handshake only after the script ends is handshaken by the loop; a plain-text
+    client is refused and logged; the TLS clients then work under the loop (a 4 MB reply
+    that cannot leave in one send, QUIT)."""
+    from support.busy import busy_pair
+
+    with Server(tls=True) as server, busy_pair(server.port) as (admin, runner):
+        with _runaway_script(admin, runner):
+            ctx, raw = _tls_client(server, server.tls_certs)
+            late_ctx, late_raw = _tls_client(server, server.tls_certs)  # handshake later
+            with socket.create_connection(("127.0.0.1", server.tls_port), 10) as plain:
+                plain.sendall(b"PING\r\n")   # no TLS: refused at the handshake
+                plain.settimeout(10)
+                try:
+                    assert plain.recv(64) == b""
+                except ConnectionResetError:
+                    pass
+            tls = ctx.wrap_socket(raw, server_hostname="localhost")   # handshakes now
+            tls.settimeout(10)
+            _kill_over(tls)
+        assert "Error accepting a client connection: " in server.log()
+        with tls, late_ctx.wrap_socket(late_raw, server_hostname="localhost") as late:
+            late.settimeout(10)
+            late.sendall(b"PING\r\n")
+            assert late.recv(64) == b"+PONG\r\n"
+            big = b"x" * (4 << 20)
+            tls.sendall(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n%s\r\n" % (len(big), big))
+            assert tls.recv(64) == b"+OK\r\n"
+            tls.sendall(b"GET big\r\nECHO after\r\n")
+            head = b"$%d\r\n" % len(big)
+            assert _recv_exactly(tls, len(head) + len(big) + 2) == head + big + b"\r\n"
+            assert _recv_exactly(tls, 11) == b"$5\r\nafter\r\n"
+            assert admin.call("CLIENT", "LIST").count(b" addr=") == 4  # admin, runner, 2 TLS
+            tls.sendall(b"QUIT\r\n")
+            assert tls.recv(64) == b"+OK\r\n"
+            assert tls.recv(64) == b""
+        deadline = time.monotonic() + 10
+        while admin.call("CLIENT", "LIST").count(b" addr=") != 2:
+            assert time.monotonic() < deadline, admin.call("CLIENT", "LIST")
+            time.sleep(0.05)
