@@ -10,6 +10,11 @@ RDMA one includes the software fabric's NIC emulation, which a real NIC does in 
 path's own layers (endpoint, session, hand-off to the client) cost beyond TCP's.
 
     .venv/bin/python bench/rdma_instructions.py [-n 4000] [--conns 8] [-P 1,16] [--keep DIR]
+        [--connections 20]
+
+``--connections N`` adds the server's instructions per connection (connect, one PING,
+close, the teardown included) over each transport: what a client that connects per
+request pays, and what ``valkey-benchmark`` pays once per test and connection.
 
 Needs valgrind (vgdb) and pykv's build in this checkout.
 """
@@ -43,6 +48,8 @@ def main() -> int:
     ap.add_argument("-P", default="1,16", help="comma-separated pipeline depths")
     ap.add_argument("-t", default="get,set", help="cases: get, set")
     ap.add_argument("--keep", metavar="DIR", help="keep each dump as DIR/KIND-CASE-P.out")
+    ap.add_argument("--connections", type=int, default=0, metavar="N",
+                    help="also count N connections set up, used once and closed, per transport")
     opts = ap.parse_args()
     port = icount.free_port()
     with tempfile.TemporaryDirectory(prefix="pykv-rdma-icount-") as work:
@@ -103,6 +110,17 @@ def main() -> int:
                           f"{net['rdma'] - net['tcp']:9.0f}", flush=True)
             for s in (s for kind in socks for s in socks[kind]):
                 s.close()
+            if opts.connections:
+                per = {}
+                for kind in ("tcp", "rdma"):
+                    rdma_vs_tcp.connection_cost(kind, port, proc.pid, 3)   # warm-up
+                    ir, seconds, dump = measure(functools.partial(
+                        rdma_vs_tcp.connection_cost, kind, port, proc.pid, opts.connections))
+                    per[kind] = (ir - idle_rate * seconds) / opts.connections
+                    if opts.keep:
+                        shutil.copy(dump, os.path.join(opts.keep, f"{kind}-connections.out"))
+                print(f"# per connection (connect, PING, close; {opts.connections} of each): "
+                      f"tcp {per['tcp']:,.0f}, rdma {per['rdma']:,.0f} instructions")
         finally:
             if vpid is not None:
                 os.kill(vpid, signal.SIGTERM)
