@@ -128,7 +128,9 @@ class BusyPoller:
                 continue
             if done:
                 self._handshakes.remove(hs)
-                self.held.append(tls_held.as_client(hs, server.accept))
+                accepted = tls_held.as_client(hs, server.accept)
+                if accepted is not None:
+                    self.held.append(accepted)
         for client in list(server.clients.values()):
             if client is skip or client.closed or client.conn is None:
                 continue

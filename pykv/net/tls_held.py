@@ -68,8 +68,9 @@ async def finish_handshake(loop: asyncio.AbstractEventLoop, hs: Handshake,
         _log_refused(exc)
         hs.sock.close()
         return
-    _client, conn = as_client(hs, accept)
-    conn.adopt(loop)
+    accepted = as_client(hs, accept)
+    if accepted is not None:
+        accepted[1].adopt(loop)
 
 
 class SocketTlsConnection(Connection):
@@ -223,8 +224,13 @@ class SocketTlsConnection(Connection):
         self._read()
 
 
-def as_client(hs: Handshake, accept: Callable[[Connection], Any]) -> tuple[Any, Any]:
-    """The connection of a completed handshake and the client ``accept`` made of it."""
-    conn = SocketTlsConnection(hs.sock)
+def as_client(hs: Handshake, accept: Callable[[Connection], Any]) -> tuple[Any, Any] | None:
+    """The client ``accept`` made of a completed handshake, and its connection; None when
+    the peer is gone already (its socket closed)."""
+    try:
+        conn = SocketTlsConnection(hs.sock)
+    except OSError:  # (getpeername: ENOTCONN)
+        hs.sock.close()
+        return None
     conn.handler = accept(conn)
     return conn.handler, conn
