@@ -27,7 +27,6 @@ ctypedef struct wc_t:
 
 cdef class CQueuePair:
     cdef public Py_ssize_t max_inline_data   # largest IBV_SEND_INLINE payload (0: none)
-    cdef bint native_wc   # poll_wc is implemented: completions come as C structs
 
     cdef int poll_wc(self, wc_t *out, int max_entries) except -1
 

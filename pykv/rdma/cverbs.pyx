@@ -79,8 +79,8 @@ cdef class CQueuePair:
         raise NotImplementedError
 
     cdef int poll_wc(self, wc_t *out, int max_entries) except -1:
-        """Up to ``max_entries`` (at most 64) completions into ``out``; the count. Only
-        for a backend that sets ``native_wc`` (libibverbs): no object per completion."""
+        """Up to ``max_entries`` (at most 64) completions into ``out``; the count (the
+        endpoint's path: no object per completion)."""
         raise NotImplementedError
 
     # a backend whose NIC runs in this process (the software fabric) is driven through

@@ -11,9 +11,9 @@ so a misbehaving peer costs only its own connection.
 
 A cdef class over the typed ``Session``: the per-request work (draining completions,
 window accounting, the reply write path) runs as C. A backend built on ``cverbs`` (the
-software fabric, the libibverbs backend) is called through C vtables, and one with
-``native_wc`` (both of those) is polled into a C array of completions; any other (pyverbs)
-through its Python methods, bound once per connection. The event path's methods return C
+software fabric, the libibverbs backend) is called through C vtables and polled into a C
+array of completions; any other (pyverbs) through its Python methods, bound once per
+connection. The event path's methods return C
 ints (no None to count references of) and the class is final (direct calls): per event
 it is a few hundred instructions of this module's own (``bench/rdma_instructions.py``).
 
@@ -37,7 +37,7 @@ from pykv.rdma.session import (
     ProtocolViolation,
 )
 
-from pykv.rdma.cverbs cimport WC, CMemoryRegion, CQueuePair, wc_t
+from pykv.rdma.cverbs cimport CMemoryRegion, CQueuePair, wc_t
 from pykv.rdma.session cimport PostSend, PostWrite, Session
 from pykv.rdma.window cimport TxWindow
 from pykv.util._byteio cimport FdTarget, ReadTarget, ReplySink
@@ -260,7 +260,6 @@ cdef class Endpoint(FdTarget):
         cdef Session session = self.session
         cdef CQueuePair cqp = self._cqp
         cdef list wcs
-        cdef WC w
         cdef wc_t cwcs[64]
         cdef int i, n
         qp = self.qp
@@ -273,22 +272,17 @@ cdef class Endpoint(FdTarget):
                 qp.ack_cq_events(1)
             self._req_notify()
         while True:
-            if cqp is not None and cqp.native_wc:   # completions as C structs (libibverbs)
+            if cqp is not None:   # completions as C structs
                 n = cqp.poll_wc(cwcs, _POLL_BATCH)
                 for i in range(n):
                     self._completion(cwcs[i].status, cwcs[i].opcode, cwcs[i].wr_id,
                                      cwcs[i].byte_len, cwcs[i].imm)
             else:
-                wcs = cqp.poll(_POLL_BATCH) if cqp is not None else self._poll(_POLL_BATCH)
+                wcs = self._poll(_POLL_BATCH)
                 n = len(wcs)
                 for wc in wcs:
-                    if isinstance(wc, WC):   # fields in C
-                        w = <WC>wc
-                        self._completion(w.status, w.opcode, w.wr_id, w.byte_len,
-                                         w._imm if w._has_imm else 0)
-                    else:
-                        self._completion(wc.status, wc.opcode, wc.wr_id, wc.byte_len,
-                                         wc.imm or 0)
+                    self._completion(wc.status, wc.opcode, wc.wr_id, wc.byte_len,
+                                     wc.imm or 0)
             # a short batch emptied the CQ: what completes from now on raises a new CQ event
             # (it was re-armed above), so no second poll just to see nothing
             if n < _POLL_BATCH:

@@ -383,7 +383,6 @@ cdef class IbvQP(CQueuePair):
     cdef unsigned int pending_acks
 
     def __cinit__(self):
-        self.native_wc = True
         self.comp_fd = -1
         self.peer_address = self.local_address = ""
         self.mrs = []

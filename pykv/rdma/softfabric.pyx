@@ -410,7 +410,6 @@ cdef class SoftQP(CQueuePair):
             pass
         self.wire_fd = sock.fileno()
         self.comp_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.native_wc = True   # the endpoint polls with poll_wc, as it does libibverbs
         self.pd = SoftPD()
         self.cq_size = cq_size
         self.max_send_wr, self.max_recv_wr = max_send_wr, max_recv_wr
@@ -802,21 +801,21 @@ cdef class SoftQP(CQueuePair):
             raise v.VerbsError(_errno.EINVAL, "acked more CQ events than were reported")
         self.events_acked += n
 
+    cdef WC _pop(self):
+        """The CQ's oldest completion, taken off it (its SQ entries released)."""
+        cdef WC wc = <WC>self._cq[self._cq_head]
+        self._cq[self._cq_head] = None
+        self._cq_head = (self._cq_head + 1) % self.cq_size
+        self._cq_count -= 1
+        self.sq_used -= wc.sq_release
+        return wc
+
     cpdef list poll(self, int max_entries):
-        cdef WC wc
-        cdef list out
+        cdef list out = []
         if self.cq_overrun:
             raise v.VerbsError(_errno.EIO, "CQ overrun")
-        if not self._cq_count:
-            return []
-        out = []
         while self._cq_count and len(out) < max_entries:
-            wc = <WC>self._cq[self._cq_head]
-            self._cq[self._cq_head] = None
-            self._cq_head = (self._cq_head + 1) % self.cq_size
-            self._cq_count -= 1
-            self.sq_used -= wc.sq_release
-            out.append(wc)
+            out.append(self._pop())
         return out
 
     cdef int poll_wc(self, wc_t *out, int max_entries) except -1:
@@ -826,11 +825,7 @@ cdef class SoftQP(CQueuePair):
         if self.cq_overrun:
             raise v.VerbsError(_errno.EIO, "CQ overrun")
         while self._cq_count and n < max_entries:
-            wc = <WC>self._cq[self._cq_head]
-            self._cq[self._cq_head] = None
-            self._cq_head = (self._cq_head + 1) % self.cq_size
-            self._cq_count -= 1
-            self.sq_used -= wc.sq_release
+            wc = self._pop()
             out[n].wr_id = wc.wr_id
             out[n].status = wc.status
             out[n].opcode = wc.opcode
