@@ -22,16 +22,22 @@ from pykv.net.base import AcceptFn, Connection, ConnectionHandler
 from pykv.util._byteio import ReadTarget
 
 
-def read_while_busy(fd: int, handler: Any) -> None:
-    """What a plain socket holds, read without the loop and handed to ``handler`` (the
-    busy-script poller, pykv.net.busy)."""
+def read_now(fd: int) -> bytes:
+    """What socket ``fd`` holds, read without the loop (the busy-script poller,
+    pykv.net.busy); b"" when there is nothing: EAGAIN, an error or EOF, all left to the
+    transport once the loop is back."""
     if fd < 0:
-        return
+        return b""
     try:
-        data = os.read(fd, 65536)
-    except OSError:  # nothing to read (EAGAIN) or a broken socket: later
-        return
-    if data:  # (EOF is left to the transport, once the loop is back)
+        return os.read(fd, 65536)
+    except OSError:
+        return b""
+
+
+def read_while_busy(fd: int, handler: Any) -> None:
+    """What a plain socket holds, read without the loop and handed to ``handler``."""
+    data = read_now(fd)
+    if data:
         handler.on_data(data)
 
 

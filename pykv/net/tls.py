@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import ssl
 import warnings
@@ -35,7 +34,7 @@ from typing import Any
 
 from pykv.net import tls_native
 from pykv.net.base import AcceptFn, ConnectionType, Listener, ListenerSpec
-from pykv.net.stream import StreamConnection
+from pykv.net.stream import StreamConnection, read_now
 from pykv.net.tcp import bind_sockets
 
 log = logging.getLogger("pykv")
@@ -253,14 +252,8 @@ class TlsConnection(StreamConnection):
         tcp = self._tcp
         if tcp is None or self._closed or self.handler is None or self._early is not None:
             return
-        fd = self.fd()
-        if fd < 0:
-            return
-        try:
-            data = os.read(fd, 65536)
-        except OSError:  # nothing to read (EAGAIN) or a broken socket: later
-            return
-        if data:  # (EOF is left to the transport, once the loop is back)
+        data = read_now(self.fd())
+        if data:
             _feed(tcp.get_protocol(), data)
 
 
