@@ -531,3 +531,25 @@ def test_tls_connections_opened_while_a_script_is_busy(certs):
         while admin.call("CLIENT", "LIST").count(b" addr=") != 2:
             assert time.monotonic() < deadline, admin.call("CLIENT", "LIST")
             time.sleep(0.05)
+
+
+def test_tls_client_that_leaves_during_a_busy_script(certs):
+    """A TLS connection handshaken by the busy poller whose client leaves before the script
+    ends (EOF while busy) is dropped once the loop is back; the server serves on."""
+    from support.busy import busy_pair
+
+    with Server(tls=True) as server, busy_pair(server.port) as (admin, runner):
+        with _runaway_script(admin, runner):
+            ctx, raw = _tls_client(server, server.tls_certs)
+            tls = ctx.wrap_socket(raw, server_hostname="localhost")   # handshaken now
+            tls.settimeout(10)
+            tls.sendall(b"PING\r\n")
+            assert tls.recv(256).startswith(b"-BUSY")
+            tls.close()   # gone while the script still runs
+            time.sleep(0.1)   # several polls see its EOF
+            assert admin.call("SCRIPT", "KILL") == b"+OK\r\n"
+        deadline = time.monotonic() + 10
+        while admin.call("CLIENT", "LIST").count(b" addr=") != 2:   # admin and runner
+            assert time.monotonic() < deadline, admin.call("CLIENT", "LIST")
+            time.sleep(0.05)
+        assert admin.call("PING") == b"+PONG\r\n"
